@@ -58,7 +58,16 @@ from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.parsing.quantity import parse_quantity
 from tensorsched.framework.parsing.semver import Semver, parse_semver
 
-from .dra_cel_values import NONE, CelOptional, cel_equal
+from .dra_cel_lists import LIST_METHODS, SET_FUNCTIONS
+from .dra_cel_values import (
+    NONE,
+    TWO_VARIABLE_MACROS,
+    CelOptional,
+    CelRuntimeError,
+    Quantity,
+    cel_equal,
+    type_name,
+)
 from .dra_cel_values import is_cel_number as _numeric
 
 __all__ = [
@@ -83,47 +92,10 @@ class CelError(TensorschedError):
     """A CEL expression that does not compile (``compile_selector``)."""
 
 
-class _EvalError(Exception):
-    """A runtime error of one evaluation (becomes an error entry)."""
-
-
-# --------------------------------------------------------------------------
-# values of Kubernetes' CEL library
-
-
-@dataclass(frozen=True)
-class Quantity:
-    """A ``resource.Quantity`` value in CEL (exact)."""
-
-    value: Fraction
-
-    def compare(self, other: Quantity) -> int:
-        return (self.value > other.value) - (self.value < other.value)
-
-
+#: a runtime error of one evaluation (becomes an error entry)
+_EvalError = CelRuntimeError
+_type_name = type_name
 _ABSENT = object()  # a device value that is not there (no such key)
-
-
-def _type_name(v) -> str:
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, int):
-        return "int"
-    if isinstance(v, float):
-        return "double"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, Semver):
-        return "kubernetes.Semver"
-    if isinstance(v, Quantity):
-        return "kubernetes.Quantity"
-    if isinstance(v, (tuple, list)):
-        return "list"
-    if isinstance(v, CelOptional):
-        return "optional_type"
-    if v is None:
-        return "null_type"
-    return type(v).__name__
 
 
 _ORDER = {
@@ -324,8 +296,17 @@ METHODS = {
     "replace": _replace,
     "split": _split,
     "substring": _substring,
-    "indexOf": _index_of,
-    "lastIndexOf": lambda s, sub, *o: _index_of(s, sub, *o, last=True),
+    # on a string the strings extension's, on a list the lists library's
+    "indexOf": lambda s, sub, *o: (LIST_METHODS["indexOf"](s, sub, *o)
+                                   if isinstance(s, (tuple, list)) else _index_of(s, sub, *o)),
+    "lastIndexOf": lambda s, sub, *o: (LIST_METHODS["lastIndexOf"](s, sub, *o)
+                                       if isinstance(s, (tuple, list))
+                                       else _index_of(s, sub, *o, last=True)),
+    # Kubernetes' lists library
+    "isSorted": LIST_METHODS["isSorted"],
+    "sum": LIST_METHODS["sum"],
+    "min": LIST_METHODS["min"],
+    "max": LIST_METHODS["max"],
     "charAt": _char_at,
     "join": _join,
     # cel-go's optional library (orValue gives a receiver that is not
@@ -339,6 +320,8 @@ FUNCTIONS = {
     "semver": _make_semver,
     "isQuantity": lambda t: _is_valid(_make_quantity, t),
     "isSemver": lambda t: _is_valid(_make_semver, t),
+    # cel-go's sets extension
+    **SET_FUNCTIONS,
 }
 
 
@@ -542,7 +525,7 @@ def _translate(node, bound: frozenset):
             for sub in args_node.children[1:]:
                 _check_names(sub, bound | {name})
             raise _Opaque("cel.bind")
-        if method in _MACROS:
+        if method in _MACROS or _two_variable(method, args_node):
             raise _Opaque(method)       # binds a variable: cel-python evaluates it
         target = _translate(target_node, bound)
         args = tuple(_translate(a, bound) for a in (args_node.children if args_node else ()))
@@ -591,6 +574,13 @@ def _expand_binds(tree):
         return node
 
     return visit(tree)
+
+
+def _two_variable(method: str, args_node) -> bool:
+    """Whether ``x.method(args)`` is one of cel-go's two-variable
+    comprehensions (``all(i, v, p)``, ``transformMap(k, v, f, t)``, ...)."""
+    return args_node is not None and len(args_node.children) in \
+        TWO_VARIABLE_MACROS.get(method, ())
 
 
 def _is_ident(node, name: str) -> bool:
@@ -657,6 +647,12 @@ def _check_names(node, bound) -> None:
     if node.data == "member_dot_arg" and len(node.children) > 2:
         method = str(node.children[1])
         args = node.children[2].children
+        if _two_variable(method, node.children[2]):
+            names = [_macro_variable(method, a) for a in args[:2]]
+            _check_names(node.children[0], bound)
+            for a in args[2:]:
+                _check_names(a, bound | set(names))
+            return
         if method in _MACROS and args:
             var = _macro_variable(method, args[0])
             _check_names(node.children[0], bound)
@@ -832,6 +828,20 @@ class _Evaluator:
             args = [self.const(a) for a in node[3]]
             fn = METHODS[node[1]]
             return key, lambda v: fn(inner(v), *args)
+        if kind == "call" and node[2] is None and node[1] in FUNCTIONS:
+            # a global function of one device value and constants
+            # (``sets.contains(attr, ["a"])``, ``quantity(attr)``)
+            reading = [i for i, a in enumerate(node[3]) if _reads_device(a)]
+            if len(reading) == 1:
+                (at,) = reading
+                key, inner = self.unary(node[3][at])
+                args = [None if i == at else self.const(a) for i, a in enumerate(node[3])]
+                fn = FUNCTIONS[node[1]]
+
+                def call(v, at=at, args=args, fn=fn, inner=inner):
+                    return fn(*args[:at], inner(v), *args[at + 1:])
+
+                return key, call
         if kind == "cmp":
             op, lhs, rhs = node[1], node[2], node[3]
             if _reads_device(lhs) and not _reads_device(rhs):
@@ -995,6 +1005,8 @@ def _celpy_functions():
     def native(v):
         if isinstance(v, CelOptional):
             return CelOptional(native(v.value)) if v.has_value else v
+        if isinstance(v, t.MapType):
+            return {native(k): native(x) for k, x in v.items()}
         return (
             _from_cel(v, celpy)
             if not isinstance(v, (Quantity, Semver, t.ListType, tuple))
@@ -1051,6 +1063,8 @@ def _to_cel(v, celpy):
         return t.StringType(v)
     if isinstance(v, (tuple, list)):
         return t.ListType([_to_cel(x, celpy) for x in v])
+    if isinstance(v, dict):
+        return t.MapType({_to_cel(k, celpy): _to_cel(x, celpy) for k, x in v.items()})
     if isinstance(v, CelOptional) and v.has_value:
         return CelOptional(_to_cel(v.value, celpy))
     return v  # Quantity, Semver: opaque to cel-python, handled by our functions
@@ -1183,6 +1197,7 @@ _METHOD_TYPES = {
     "lastIndexOf": [("string", ("string",), "int"), ("string", ("string", "int"), "int"),
                     ("list", (_DYN,), "int")],
     "charAt": [("string", ("int",), "string")],
+    "isSorted": [("list", (), "bool")],
     "join": [("list", (), "string"), ("list", ("string",), "string")],
     "compareTo": [(_QUANTITY, (_QUANTITY,), "int"), (_SEMVER, (_SEMVER,), "int")],
     "isGreaterThan": [(_QUANTITY, (_QUANTITY,), "bool"), (_SEMVER, (_SEMVER,), "bool")],
@@ -1203,6 +1218,7 @@ _FUNCTION_TYPES = {
     "isQuantity": [(("string",), "bool")],
     "semver": [(("string",), _SEMVER), (("string", "bool"), _SEMVER)],
     "isSemver": [(("string",), "bool"), (("string", "bool"), "bool")],
+    **{name: [(("list", "list"), "bool")] for name in SET_FUNCTIONS},
     "size": [((t,), "int") for t in ("string", "bytes", "list", "map")],
 }
 _ARITHMETIC = {
@@ -1507,7 +1523,15 @@ class _TypeChecker:
         overloads = _FUNCTION_TYPES.get(name)
         if overloads is None:
             return _DYN
-        return self._resolve(pos, name, args, None, [(None, a, r) for a, r in overloads])
+        if "." in name:
+            # ``sets.contains(...)`` parses as a call on ``sets``: cel-go
+            # locates it at its ``(``
+            pos = self.text.find("(", pos)
+        result = self._resolve(pos, name, args, None, [(None, a, r) for a, r in overloads])
+        if name in SET_FUNCTIONS and not _alike(_element(args[0]), _element(args[1])):
+            # list(T), list(T): one element type for both
+            self._refuse(pos, name, args)
+        return result
 
     def _unwrap_list(self, pos, name, t, receiver) -> str:
         element, optional = _unwrap_optional(_element(t))
@@ -1532,17 +1556,7 @@ class _TypeChecker:
             if _unwrap_optional(body)[1] or _is_dyn(body):
                 return body if not _is_dyn(body) else _optional_of(_DYN)
             self._refuse(pos, "_?_:_", ("bool", body, _optional_of(_DYN)))
-        family = _family(target)
-        if family == "list":
-            element = _element(target)
-        elif family == "map":
-            element = target[4:].split(",", 1)[0] if target.startswith("map(") else _DYN
-        elif _is_dyn(target):
-            element = _DYN
-        else:
-            self._error(self._position(target_node),
-                        f"expression of type '{target}' cannot be range of a comprehension "
-                        "(must be list, map, or dynamic)")
+        element = self._range(target_node, target)[1 if _family(target) == "list" else 0]
         body = self.type_of(args[1], {**bound, var: element})
         op = _CONDITION_MACROS.get(method)
         if op is not None and not _fits(body, "bool"):
@@ -1555,6 +1569,52 @@ class _TypeChecker:
         if method == "filter":
             return f"list({element})"
         return "bool"
+
+    def _range(self, target_node, target: str) -> tuple[str, str]:
+        """A comprehension range's two variables' types: (int, T) over
+        ``list(T)``, (K, V) over ``map(K, V)``, dyn over a dynamic value;
+        cel-go's error over anything else."""
+        family = _family(target)
+        if family == "list":
+            return "int", _element(target)
+        if family == "map":
+            params = _params(target) if target.startswith("map(") else []
+            return tuple(params) if len(params) == 2 else (_DYN, _DYN)
+        if _is_dyn(target):
+            return _DYN, _DYN
+        self._error(self._position(target_node),
+                    f"expression of type '{target}' cannot be range of a comprehension "
+                    "(must be list, map, or dynamic)")
+
+    def _two_variable_macro(self, node, method: str, bound) -> str:
+        """``all(i, v, p)`` and its kin: the variables typed from the range,
+        a predicate or filter bool, the transforms' result types."""
+        target_node, args = node.children[0], node.children[2].children
+        target = self.type_of(target_node, bound)
+        first, second = self._range(target_node, target)
+        scope = {**bound, _ident_name(args[0]): first, _ident_name(args[1]): second}
+        bodies = [self.type_of(a, scope) for a in args[2:]]
+        pos = self._position(node)
+        if method in ("all", "exists"):
+            if not _fits(bodies[0], "bool"):
+                self._refuse(pos, "_&&_" if method == "all" else "_||_", ("bool", bodies[0]))
+            return "bool"
+        if method in ("existsOne", "exists_one"):
+            if not _fits(bodies[0], "bool"):
+                self._refuse(pos, "_?_:_", (bodies[0], "int", "int"))
+            return "bool"
+        *keep, result = bodies
+        if method == "transformList":
+            out = f"list({result})"
+        elif method == "transformMap":
+            out = f"map({first}, {result})"
+        else:
+            if not (_is_dyn(result) or _family(result) == "map"):
+                self._refuse(pos, "cel.@mapInsert", (f"map({_DYN}, {_DYN})", result))
+            out = result if result.startswith("map(") else f"map({_DYN}, {_DYN})"
+        if keep and not _fits(keep[0], "bool"):
+            self._refuse(pos, "_?_:_", (keep[0], out, out))
+        return out
 
     def _binary(self, op_node, rhs, bound) -> str:
         lhs = op_node.children[0]
@@ -1595,6 +1655,8 @@ class _TypeChecker:
         arg_nodes = node.children[2].children if len(node.children) > 2 else ()
         if method in _MACROS and len(arg_nodes) == 2:
             return self._macro(node, method, bound)
+        if _two_variable(method, node.children[2] if len(node.children) > 2 else None):
+            return self._two_variable_macro(node, method, bound)
         receiver = self.type_of(target_node, bound)
         args = [self.type_of(a, bound) for a in arg_nodes]
         pos = self._operator_pos(target_node, "." + method) + 1
@@ -1605,6 +1667,14 @@ class _TypeChecker:
             return _optional_of(_element(receiver))
         if method == "unwrapOpt" and not args:
             return self._unwrap_list(pos, method, receiver, receiver)
+        if method in ("sum", "min", "max") and not args:
+            # the lists library: a list's element type (numbers for sum)
+            allowed = _NUMERIC if method == "sum" else _ORDERED
+            element = _element(receiver)
+            if not (_is_dyn(receiver) or _family(receiver) == "list"
+                    and (_is_dyn(element) or element in allowed)):
+                self._refuse(pos, method, args, receiver)
+            return element
         overloads = _METHOD_TYPES.get(method)
         if overloads is None:
             return _DYN

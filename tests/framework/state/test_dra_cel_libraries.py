@@ -1,0 +1,253 @@
+"""The CEL libraries of Kubernetes' base environment beyond the standard
+ones, in DRA selectors: cel-go's sets extension, its two-variable
+comprehensions and Kubernetes' lists library.  Answers are cel-go's (the
+examples of its documentation), the column compiler agrees with cel-python
+device by device, and the type check refuses what cel-go's checker does."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tensorsched.framework.parsing.dra import parse_resource_slice
+from tensorsched.framework.state.dra_cel import (
+    CelError,
+    check_types,
+    compile_selector,
+    reference_matches,
+)
+from tensorsched.framework.state.dra_devices import DeviceColumns
+
+DRIVER = "gpu.example.com"
+D = f'device.attributes["{DRIVER}"]'
+MODELS = ("a", "b", "c")
+
+
+def _columns(devs):
+    sl = parse_resource_slice({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+        "spec": {"driver": DRIVER, "nodeName": "n",
+                 "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                 "devices": list(devs)}})
+    return DeviceColumns([sl], ["n"])
+
+
+def _answers(expr, cols):
+    """Each device's answer (bool, or the error's message), the compiled
+    column checked against cel-python's evaluation device by device."""
+    sel = compile_selector(expr)
+    check_types(expr)
+    col = sel.evaluate(cols.values)
+    out = []
+    for row in range(cols.n):
+        try:
+            want = reference_matches(expr, *cols._cel_record(row))
+        except ValueError as exc:
+            assert col.error[row] >= 0, (expr, row, str(exc))
+            out.append(col.messages[col.error[row]])
+            continue
+        assert col.error[row] < 0, (expr, row, col.messages[col.error[row]])
+        assert bool(col.value[row]) == want, (expr, row)
+        out.append(want)
+    return sel, out
+
+
+def _one(expr):
+    """The answer of a selector that reads no device."""
+    return _answers(expr, _columns([{"name": "d"}]))[1][0]
+
+
+# --------------------------------------------------------------------------
+# sets extension
+
+
+@pytest.mark.parametrize("expr, want", [
+    ("sets.contains([], [])", True),
+    ("sets.contains([], [1])", False),
+    ("sets.contains([1, 2, 3, 4], [2, 3])", True),
+    ("sets.equivalent([], [])", True),
+    ("sets.equivalent([1], [1, 1])", True),
+    ("sets.equivalent([1, 2, 3], [3, 2, 1])", True),
+    ("sets.equivalent([1, 2], [1])", False),
+    ("sets.intersects([1], [])", False),
+    ("sets.intersects([1], [1, 2])", True),
+    ("sets.intersects([[1], [2, 3]], [[1, 2], [2, 3]])", True),
+    ('sets.contains(["a", "b"], ["b"]) && !sets.intersects(["a"], ["b"])', True),
+])
+def test_sets_answer_as_cel_go(expr, want):
+    assert _one(expr) is want
+
+
+def _list_device(i, models):
+    return {"name": f"d{i}", "attributes": {"models": {"strings": list(models)},
+                                            "ids": {"ints": [len(models), 1]},
+                                            "model": {"string": models[0] if models else ""}}}
+
+
+list_devices = st.lists(st.lists(st.sampled_from(MODELS), max_size=3), min_size=1,
+                        max_size=5).map(lambda ms: [_list_device(i, m) for i, m in enumerate(ms)])
+
+
+@settings(max_examples=40, deadline=None)
+@given(list_devices, st.sampled_from(("contains", "equivalent", "intersects")),
+       st.lists(st.sampled_from(MODELS), max_size=3), st.booleans())
+def test_sets_on_list_attributes_are_compiled_and_agree(devs, fn, wanted, flip):
+    literal = "[" + ", ".join(f'"{m}"' for m in wanted) + "]"
+    args = (literal, f"{D}.models") if flip else (f"{D}.models", literal)
+    expr = f"sets.{fn}({args[0]}, {args[1]})"
+    sel, got = _answers(expr, _columns(devs))
+    assert sel.compiled            # one device value and a constant: a column
+    for dev, answer in zip(devs, got):
+        a, b = set(dev["attributes"]["models"]["strings"]), set(wanted)
+        if flip:
+            a, b = b, a
+        want = {"contains": b <= a, "equivalent": a == b, "intersects": bool(a & b)}[fn]
+        assert answer is want, (expr, dev)
+
+
+def test_sets_of_a_value_that_is_no_list_is_an_error_for_that_device():
+    cols = _columns([{"name": "d0", "attributes": {"models": {"strings": ["a"]}}},
+                     {"name": "d1", "attributes": {"models": {"string": "a"}}}])
+    _, got = _answers(f'sets.contains({D}.models, ["a"])', cols)
+    assert got == [True, "no such overload: sets.contains(string, list)"]
+
+
+@pytest.mark.parametrize("expr, words", [
+    ('sets.contains([1], ["a"])',
+     r"1:14: found no matching overload for 'sets.contains' applied to "
+     r"'\(list\(int\), list\(string\)\)'"),
+    ('sets.intersects(device.driver, ["a"])',
+     r"'sets.intersects' applied to '\(string, list\(string\)\)'"),
+    ('sets.equivalent([1], [1]) == 1', r"'_==_' applied to '\(bool, int\)'"),
+])
+def test_sets_type_errors(expr, words):
+    compile_selector(expr)
+    with pytest.raises(CelError, match=words):
+        check_types(expr)
+
+
+def test_sets_with_an_attribute_value_type_check():
+    check_types(f'sets.contains({D}.models, ["a"])')
+    check_types(f'sets.intersects([{D}.model, {D}.other], {D}.models)')
+
+
+# --------------------------------------------------------------------------
+# two-variable comprehensions
+
+
+@pytest.mark.parametrize("expr, want", [
+    ("[1, 2, 3].all(i, j, i < j)", True),
+    ("{'hello': 'world', 'taco': 'taco'}.all(k, v, k != v)", False),
+    ("{'h': ['hello', 'hi'], 'j': ['joke', 'jog']}.all(k, vals, vals.all(v, v.startsWith(k)))",
+     True),
+    ("{'greeting': 'hello', 'farewell': 'goodbye'}"
+     ".exists(k, v, k.startsWith('good') || v.endsWith('bye'))", True),
+    ("[1, 2, 4, 8, 16].exists(i, v, v == 1024 && i == 10)", False),
+    ("[1, 2, 1, 3, 1, 4].existsOne(i, v, i == 1 || v == 1)", False),
+    ("[1, 1, 2, 2, 3, 3].existsOne(i, v, i == 2 && v == 2)", True),
+    ("{'i': 0, 'j': 1, 'k': 2}.existsOne(i, v, i == 'l' || v == 1)", True),
+    ("[1, 1, 2].exists_one(i, v, v == 2)", True),
+    ("[1, 2, 3].transformList(i, v, (i * v) + v) == [1, 4, 9]", True),
+    ("[1, 2, 3].transformList(i, v, i % 2 == 0, (i * v) + v) == [1, 9]", True),
+    ("{'greeting': 'hello', 'farewell': 'goodbye'}.transformList(k, _, k).size() == 2", True),
+    ("[1, 2, 3].transformMap(i, v, (i * v) + v) == {0: 1, 1: 4, 2: 9}", True),
+    ("[1, 2, 3].transformMap(i, v, i % 2 == 0, (i * v) + v) == {0: 1, 2: 9}", True),
+    ("{'greeting': 'hello'}.transformMap(k, v, v + '!') == {'greeting': 'hello!'}", True),
+    ("{'greeting': 'hello'}.transformMapEntry(k, v, {v: k}) == {'hello': 'greeting'}", True),
+    ("[1, 2, 3].transformMapEntry(i, v, {v: i}) == {1: 0, 2: 1, 3: 2}", True),
+    # false && error is false; the error alone is the answer otherwise
+    ("[0, 1].all(i, v, 1 / v > 0 && false)", False),
+])
+def test_two_variable_comprehensions_answer_as_cel_go(expr, want):
+    assert _one(expr) is want
+
+
+@pytest.mark.parametrize("expr, error", [
+    ("{'greeting': 'aloha', 'farewell': 'aloha'}"
+     ".transformMapEntry(k, v, {v: k}).size() == 1", "insert failed: key aloha already exists"),
+    ("[0, 1].all(i, v, 1 / v > 0)", "divide by zero"),
+    ("[0, 1].existsOne(i, v, 1 / v > 0)", "divide by zero"),
+])
+def test_two_variable_comprehension_errors(expr, error):
+    got = _one(expr)
+    assert isinstance(got, str) and error in got
+
+
+def test_two_variable_comprehensions_over_a_device():
+    """A domain's attributes are a map (key, value); a list attribute a
+    list (index, value); a string is no range (an error for the device)."""
+    cols = _columns([
+        {"name": "d0", "attributes": {"model": {"string": "H100"}, "index": {"int": 0},
+                                      "models": {"strings": ["a", "b"]}}},
+        {"name": "d1", "attributes": {"model": {"string": "A100"}, "models": {"string": "a"}}},
+    ])
+    cases = [
+        (f'{D}.exists(k, v, k == "model" && v == "H100")', [True, False]),
+        (f'{D}.transformList(k, v, k).size() == 3', [True, False]),
+        (f'{D}.models.all(i, v, i == 0 || v != "a")',
+         [True, "got 'types.String', expected iterable type"]),
+        (f'{D}.transformMap(k, v, k == "model", v).size() == 1', [True, True]),
+    ]
+    for expr, want in cases:
+        sel, got = _answers(expr, cols)
+        assert not sel.compiled            # cel-python, once per distinct tuple
+        assert got == want, expr
+
+
+@pytest.mark.parametrize("expr, words", [
+    ("[1].all(i, v, v)", r"1:8: found no matching overload for '_&&_' applied to "
+                         r"'\(bool, int\)'"),
+    ('[1].exists(i, v, v == "a")', r"'_==_' applied to '\(int, string\)'"),
+    ('{"a": 1}.all(k, v, k == 1)', r"'_==_' applied to '\(string, int\)'"),
+    ('["a"].transformList(i, v, v + i).size() == 1', r"'_\+_' applied to '\(string, int\)'"),
+    ("[1].transformMapEntry(i, v, v).size() == 1", "'cel.@mapInsert'"),
+    ('device.driver.all(i, v, true)', "expression of type 'string' cannot be range"),
+])
+def test_two_variable_comprehension_type_errors(expr, words):
+    compile_selector(expr)
+    with pytest.raises(CelError, match=words):
+        check_types(expr)
+
+
+@pytest.mark.parametrize("expr, words", [
+    ("[1].all(i, 1, true)", "1:12: argument must be a simple name"),
+    ("[1].transformList(i, v, w)", "1:25: undeclared reference to 'w'"),
+])
+def test_two_variable_comprehension_compile_errors(expr, words):
+    with pytest.raises(CelError, match=words):
+        compile_selector(expr)
+
+
+# --------------------------------------------------------------------------
+# Kubernetes' lists library
+
+
+@pytest.mark.parametrize("expr, want", [
+    ("[1, 2, 2, 3].isSorted() && !['b', 'a'].isSorted() && [].isSorted()", True),
+    ("[1, 2, 3].sum() == 6 && [1.5, 2.0].sum() == 3.5 && [].sum() == 0", True),
+    ("[3, 1, 2].min() == 1 && ['b', 'c', 'a'].max() == 'c'", True),
+    ("[1, 2, 1].indexOf(1) == 0 && [1, 2, 1].lastIndexOf(1) == 2 && [1].indexOf(5) == -1",
+     True),
+    ('"abcb".lastIndexOf("b") == 3 && "abc".indexOf("c") == 2', True),
+    ("[].min() == 1", "min called on empty list"),
+])
+def test_lists_library_answers(expr, want):
+    assert _one(expr) == want
+
+
+def test_lists_library_on_list_attributes():
+    cols = _columns([_list_device(0, ["a", "c"]), _list_device(1, ["c", "a"])])
+    _, got = _answers(f'{D}.models.isSorted() && {D}.ids.sum() == 3 && {D}.models.max() == "c"',
+                      cols)
+    assert got == [True, False]
+
+
+@pytest.mark.parametrize("expr, words", [
+    ('["a"].sum() == 1', r"'sum' applied to 'list\(string\)\.\(\)'"),
+    ("[1].max() == 'a'", r"'_==_' applied to '\(int, string\)'"),
+])
+def test_lists_library_type_errors(expr, words):
+    compile_selector(expr)
+    with pytest.raises(CelError, match=words):
+        check_types(expr)
