@@ -8,8 +8,12 @@ such key``), with Kubernetes' CEL library: ``quantity()`` / ``isQuantity()`` and
 quantity methods (``compareTo``, ``isGreaterThan``, ``isLessThan``,
 ``isInteger``, ``asInteger``, ``asApproximateFloat``, ``sign``, ``add``,
 ``sub``), ``semver()`` / ``isSemver()`` with ``compareTo`` / ``isGreaterThan``
-/ ``isLessThan`` / ``major`` / ``minor`` / ``patch``, and the standard
-``matches`` / ``startsWith`` / ``endsWith`` / ``contains``.
+/ ``isLessThan`` / ``major`` / ``minor`` / ``patch``, the standard
+``matches`` / ``startsWith`` / ``endsWith`` / ``contains``, the regex
+library's ``find`` / ``findAll``, and the libraries the base environment
+enables for stored selectors: cel-go's sets extension and two-variable
+comprehensions, Kubernetes' lists library (``dra_cel_lists``,
+``dra_cel_syntax``).
 
 Expressions are parsed with cel-python (``celpy``).  The forms drivers and
 users write are then evaluated for every device at once: each comparison,
@@ -246,6 +250,33 @@ def _join(items, *sep):
     return (_string(sep[0], "join") if sep else "").join(_string(x, "join") for x in items)
 
 
+def _find(s, pattern) -> str:
+    """Kubernetes' regex library: the leftmost match, "" when none."""
+    m = _regex(_string(pattern, "find")).search(_string(s, "find"))
+    return m.group(0) if m else ""
+
+
+def _find_all(s, pattern, *limit) -> tuple:
+    """Kubernetes' regex library: successive non-overlapping matches (at
+    most ``limit`` when it is >= 0), an empty match right after the
+    previous match left out, as Go's ``FindAllString`` has them."""
+    text, rx = _string(s, "findAll"), _regex(_string(pattern, "findAll"))
+    n = _int(limit[0], "findAll") if limit else -1
+    out: list[str] = []
+    pos, prev_end = 0, -1
+    while pos <= len(text) and (n < 0 or len(out) < n):
+        m = rx.search(text, pos)
+        if m is None:
+            break
+        if m.start() == m.end() == prev_end:
+            pos = m.end() + 1           # empty, right after a match: skipped
+            continue
+        out.append(m.group(0))
+        prev_end = m.end()
+        pos = m.end() if m.end() > m.start() else m.end() + 1
+    return tuple(out)
+
+
 def _ascii_case(s, fn: str, upper: bool) -> str:
     s = _string(s, fn)
     return "".join((c.upper() if upper else c.lower()) if c.isascii() else c for c in s)
@@ -308,6 +339,9 @@ METHODS = {
     "min": LIST_METHODS["min"],
     "max": LIST_METHODS["max"],
     "charAt": _char_at,
+    # Kubernetes' regex library
+    "find": _find,
+    "findAll": _find_all,
     "join": _join,
     # cel-go's optional library (orValue gives a receiver that is not
     # optional back unchanged, as cel-go's evaluation does)
@@ -1197,6 +1231,9 @@ _METHOD_TYPES = {
     "lastIndexOf": [("string", ("string",), "int"), ("string", ("string", "int"), "int"),
                     ("list", (_DYN,), "int")],
     "charAt": [("string", ("int",), "string")],
+    "find": [("string", ("string",), "string")],
+    "findAll": [("string", ("string",), "list(string)"),
+                ("string", ("string", "int"), "list(string)")],
     "isSorted": [("list", (), "bool")],
     "join": [("list", (), "string"), ("list", ("string",), "string")],
     "compareTo": [(_QUANTITY, (_QUANTITY,), "int"), (_SEMVER, (_SEMVER,), "int")],

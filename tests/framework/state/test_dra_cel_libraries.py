@@ -251,3 +251,34 @@ def test_lists_library_type_errors(expr, words):
     compile_selector(expr)
     with pytest.raises(CelError, match=words):
         check_types(expr)
+
+
+# --------------------------------------------------------------------------
+# Kubernetes' regex library
+
+
+@pytest.mark.parametrize("expr, want", [
+    ('"abc 123".find("[0-9]+") == "123" && "abc 123".find("xyz") == ""', True),
+    ('"123 abc 456".findAll("[0-9]+") == ["123", "456"]', True),
+    ('"123 abc 456".findAll("[0-9]+", 1) == ["123"] && "1 2".findAll("[0-9]", 0) == []', True),
+    # Go's FindAllString: an empty match right after a match is left out
+    ('"abc".findAll("b*") == ["", "b", ""]', True),
+    ('"abc".find("(") == ""', "invalid regex"),
+])
+def test_regex_library_answers(expr, want):
+    got = _one(expr)
+    assert got == want if want is True else (isinstance(got, str) and want in got)
+
+
+def test_find_on_an_attribute_is_compiled():
+    cols = _columns([{"name": "d0", "attributes": {"model": {"string": "H100"}}},
+                     {"name": "d1", "attributes": {"model": {"string": "A30"}}}])
+    sel, got = _answers(f'{D}.model.find("[0-9]+") == "100"', cols)
+    assert sel.compiled and got == [True, False]
+
+
+def test_regex_library_type_errors():
+    with pytest.raises(CelError, match=r"'findAll' applied to 'string.\(string, string\)'"):
+        check_types('device.driver.findAll("a", "b").size() == 1')
+    with pytest.raises(CelError, match=r"'_==_' applied to '\(list\(string\), int\)'"):
+        check_types('device.driver.findAll("a") == 1')
