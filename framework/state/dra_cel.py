@@ -62,6 +62,7 @@ from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.parsing.quantity import parse_quantity
 from tensorsched.framework.parsing.semver import Semver, parse_semver
 
+from .dra_cel_format import CLAUSE_TYPES, clause_error, format_string, parse_clauses, quote
 from .dra_cel_lists import LIST_METHODS, SET_FUNCTIONS
 from .dra_cel_values import (
     NONE,
@@ -339,6 +340,8 @@ METHODS = {
     "min": LIST_METHODS["min"],
     "max": LIST_METHODS["max"],
     "charAt": _char_at,
+    # the strings extension at version 2 (format: dra_cel_format)
+    "format": format_string,
     # Kubernetes' regex library
     "find": _find,
     "findAll": _find_all,
@@ -356,6 +359,7 @@ FUNCTIONS = {
     "isSemver": lambda t: _is_valid(_make_semver, t),
     # cel-go's sets extension
     **SET_FUNCTIONS,
+    "strings.quote": quote,
 }
 
 
@@ -1232,6 +1236,7 @@ _METHOD_TYPES = {
                     ("list", (_DYN,), "int")],
     "charAt": [("string", ("int",), "string")],
     "find": [("string", ("string",), "string")],
+    "format": [("string", ("list",), "string")],
     "findAll": [("string", ("string",), "list(string)"),
                 ("string", ("string", "int"), "list(string)")],
     "isSorted": [("list", (), "bool")],
@@ -1256,6 +1261,7 @@ _FUNCTION_TYPES = {
     "semver": [(("string",), _SEMVER), (("string", "bool"), _SEMVER)],
     "isSemver": [(("string",), "bool"), (("string", "bool"), "bool")],
     **{name: [(("list", "list"), "bool")] for name in SET_FUNCTIONS},
+    "strings.quote": [(("string",), "string")],
     "size": [((t,), "int") for t in ("string", "bytes", "list", "map")],
 }
 _ARITHMETIC = {
@@ -1491,18 +1497,32 @@ class _TypeChecker:
             self._refuse(self._operator_pos(node.children[0], "["), "_[_]", (target, key))
         return _DYN
 
-    def _homogeneous(self, nodes, types) -> str:
+    def _homogeneous(self, nodes, types, exempt=False) -> str:
         """The one element type of a literal's entries (dyn when unknown);
         cel-go's validator refuses a literal mixing known types, ``any`` (an
-        attribute value) beside any other type too."""
+        attribute value) beside any other type too, except in the
+        arguments of ``format`` (``exempt``: there mixed entries are dyn)."""
         known = [(n, t) for n, t in zip(nodes, types) if t != _DYN]
         if not known:
             return _DYN
         first = known[0][1]
         for n, t in known[1:]:
             if not _equivalent(t, first):
+                if exempt:
+                    return _DYN
                 self._error(self._position(n), f"expected type '{first}' but found '{t}'")
         return first if len(known) == len(types) else _DYN
+
+    def _entry_type(self, node, bound, exempt: bool) -> str:
+        """An entry's type; a list or map literal inside an exempt one is
+        exempt too (cel-go looks through literals for the ``format`` call)."""
+        literal = _aggregate(node)
+        if exempt and literal is not None:
+            children = literal.children[0].children if literal.children else ()
+            if literal.data == "list_lit":
+                return self._list(children, bound, exempt=True)
+            return self._map(children, bound, exempt=True)
+        return self.type_of(node, bound)
 
     def _unwrap_entry(self, node, t: str) -> str:
         """The type of a ``?x`` entry's value (``x`` must be optional)."""
@@ -1512,7 +1532,7 @@ class _TypeChecker:
                         f"expected type '{_optional_of(t)}' but found '{t}'")
         return inner
 
-    def _list(self, items, bound) -> str:
+    def _list(self, items, bound, exempt=False) -> str:
         import lark
 
         nodes, types = [], []
@@ -1521,12 +1541,12 @@ class _TypeChecker:
                 item = item.children[0]
                 t = self._unwrap_entry(item, self.type_of(item, bound))
             else:
-                t = self.type_of(item, bound)
+                t = self._entry_type(item, bound, exempt)
             nodes.append(item)
             types.append(t)
-        return f"list({self._homogeneous(nodes, types)})"
+        return f"list({self._homogeneous(nodes, types, exempt)})"
 
-    def _map(self, items, bound) -> str:
+    def _map(self, items, bound, exempt=False) -> str:
         import lark
 
         keys, key_types, values, value_types = [], [], [], []
@@ -1536,12 +1556,55 @@ class _TypeChecker:
                 key = key.children[0]
             keys.append(key)
             key_types.append(self.type_of(key, bound))
-            t = self.type_of(value, bound)
+            t = self._entry_type(value, bound, exempt and not optional)
             values.append(value)
             value_types.append(self._unwrap_entry(value, t) if optional else t)
-        k = self._homogeneous(keys, key_types)
-        v = self._homogeneous(values, value_types)
+        k = self._homogeneous(keys, key_types, exempt)
+        v = self._homogeneous(values, value_types, exempt)
         return f"map({k}, {v})"
+
+    def _format(self, node, bound) -> str:
+        """``"...".format([...])``: the list literal's entries exempt from
+        the homogeneous check; with a literal format string and a list
+        literal, cel-go's format validator: the clauses parse, each takes
+        its argument's type (an attribute value, ``any``, is refused), no
+        argument is left over."""
+        target_node, arg_node = node.children[0], node.children[2].children[0]
+        receiver = self.type_of(target_node, bound)
+        arg = self._entry_type(arg_node, bound, exempt=True)
+        pos = self._operator_pos(target_node, ".format") + 1
+        result = self._resolve(pos, "format", [arg], receiver, _METHOD_TYPES["format"])
+        text, items = _string_literal(target_node), _aggregate(arg_node)
+        if text is None or items is None or items.data != "list_lit":
+            return result
+        elements = items.children[0].children if items.children else ()
+        clauses, error = parse_clauses(text)
+        for n, (clause, _precision, _start, _end) in enumerate(clauses):
+            if n >= len(elements):
+                self._error(self._position(node), f"index {n} out of range")
+            self._format_argument(clause, elements[n], bound)
+        if error is not None:
+            self._error(self._position(node), error)
+        if len(elements) > len(clauses):
+            self._error(self._position(node), "too many arguments supplied to string.format "
+                        f"(expected {len(clauses)}, got {len(elements)})")
+        return result
+
+    def _format_argument(self, clause: str, element, bound) -> None:
+        """Whether ``element`` suits ``clause`` (lists and maps for ``%s``
+        element by element), as cel-go's format validator asks."""
+        t = self._entry_type(element, bound, exempt=True)
+        family = _family(t)
+        allowed = CLAUSE_TYPES[clause]
+        if t != _DYN and family not in allowed:
+            given = {"any": "google.protobuf.Any"}.get(family, family)
+            self._error(self._position(element), clause_error(clause, given))
+        literal = _aggregate(element)
+        if clause == "s" and literal is not None and literal.children:
+            for child in literal.children[0].children:
+                if isinstance(child, _tree_class()) and child.data in ("opt_elem", "opt_key"):
+                    child = child.children[0]
+                self._format_argument("s", child, bound)
 
     def _function(self, node, bound) -> str:
         ch = node.children
@@ -1692,6 +1755,8 @@ class _TypeChecker:
         arg_nodes = node.children[2].children if len(node.children) > 2 else ()
         if method in _MACROS and len(arg_nodes) == 2:
             return self._macro(node, method, bound)
+        if method == "format" and len(arg_nodes) == 1:
+            return self._format(node, bound)
         if _two_variable(method, node.children[2] if len(node.children) > 2 else None):
             return self._two_variable_macro(node, method, bound)
         receiver = self.type_of(target_node, bound)
@@ -1746,6 +1811,34 @@ class _TypeChecker:
         if not results:
             self._refuse(pos, name, args, receiver)
         return results.pop() if len(results) == 1 else _DYN
+
+
+def _aggregate(node):
+    """``node`` when it is a list or map literal (through the grammar's
+    one-child chain), else None."""
+    import lark
+
+    while isinstance(node, lark.Tree) and node.data in _CHAIN and len(node.children) == 1:
+        node = node.children[0]
+    if isinstance(node, lark.Tree) and node.data in ("list_lit", "map_lit"):
+        return node
+    return None
+
+
+def _string_literal(node) -> str | None:
+    """The value of a plain string literal, else None."""
+    import lark
+
+    while isinstance(node, lark.Tree) and node.data in _CHAIN and len(node.children) == 1:
+        node = node.children[0]
+    if (isinstance(node, lark.Tree) and node.data == "literal"
+            and node.children[0].type in ("STRING_LIT", "MLSTRING_LIT")):
+        try:
+            value = _literal(node.children[0])
+        except _Opaque:
+            return None
+        return value if isinstance(value, str) else None
+    return None
 
 
 def _tree_class():

@@ -67,7 +67,8 @@ list_elems       : list_elem ("," list_elem)*
 OPTIONAL_GLOBALS = ("of", "ofNonZeroValue", "none", "unwrap")
 #: namespaced global functions: namespace -> names (``sets.contains``: the
 #: sets extension's)
-NAMESPACED = {"optional": OPTIONAL_GLOBALS, "sets": ("contains", "equivalent", "intersects")}
+NAMESPACED = {"optional": OPTIONAL_GLOBALS, "sets": ("contains", "equivalent", "intersects"),
+              "strings": ("quote",)}
 #: receiver macros of the library (their first argument names a variable)
 OPTIONAL_MACROS = ("optMap", "optFlatMap")
 

@@ -282,3 +282,65 @@ def test_regex_library_type_errors():
         check_types('device.driver.findAll("a", "b").size() == 1')
     with pytest.raises(CelError, match=r"'_==_' applied to '\(list\(string\), int\)'"):
         check_types('device.driver.findAll("a") == 1')
+
+
+# --------------------------------------------------------------------------
+# the strings extension's format and strings.quote (version 2)
+
+
+@pytest.mark.parametrize("expr", [
+    # cel-go's documented examples
+    '"this is a string: %s\\nand an integer: %d".format(["str", 42]) == '
+    '"this is a string: str\\nand an integer: 42"',
+    '"a double substituted with %%s: %s".format([64.2]) == "a double substituted with %s: 64.2"',
+    '"%f".format([3.14]) == "3.140000"',
+    '"scientific notation: %e".format([2.71828]) == '
+    '"scientific notation: 2.718280\\u202f\\u00d7\\u202f10\\u2070\\u2070"',
+    '"5 in binary: %b".format([5]) == "5 in binary: 101"',
+    '"26 in hex: %x".format([26]) == "26 in hex: 1a" && "%X".format([26]) == "1A"',
+    '"30 in octal: %o".format([30]) == "30 in octal: 36"',
+    '"a map inside a list: %s".format([[1, 2, 3, {"a": "x", "b": "y", "c": "z"}]]) == '
+    '"a map inside a list: [1, 2, 3, {\\"a\\":\\"x\\", \\"b\\":\\"y\\", \\"c\\":\\"z\\"}]"',
+    '"true bool: %s - false bool: %s\\nbinary bool: %b".format([true, false, true]) == '
+    '"true bool: true - false bool: false\\nbinary bool: 1"',
+    # Go's shortest double for %s, 6 decimals inside a list, en-US grouping for %f
+    '"%s %s %s".format([3.0, 1e8, [1.5]]) == "3 1e+08 [1.500000]"',
+    '"%.2f".format([1234.5678]) == "1,234.57"',
+    '"%x".format(["Hello"]) == "48656c6c6f"',
+    # a list literal in format's arguments may mix types
+    '"%s".format([[1, "a"]]) == "[1, \\"a\\"]"',
+    'strings.quote("single-quote with \\"double quote\\"") == '
+    '"\\"single-quote with \\\\\\"double quote\\\\\\"\\""',
+    'strings.quote("two escape sequences \\a\\n") == "\\"two escape sequences \\\\a\\\\n\\""',
+])
+def test_format_and_quote_answer_as_cel_go(expr):
+    assert _one(expr) is True
+
+
+@pytest.mark.parametrize("expr, words", [
+    ('"%d".format(["a"]) == ""',
+     "1:14: decimal clause can only be used on integers, was given string"),
+    ('"%s %s".format(["a"]) == ""', "1:15: index 1 out of range"),
+    ('"%s".format(["a", "b"]) == ""',
+     r"too many arguments supplied to string.format \(expected 1, got 2\)"),
+    ('"%z".format([1]) == ""', 'unrecognized formatting clause "z"'),
+    # an attribute value is any, which no clause takes (cel-go's validator)
+    (f'"%s".format([{D}.model]) == "x"', "1:50: string clause can only be used on strings, "
+                                         ".* was given google.protobuf.Any"),
+    ('device.driver.format(1) == ""', r"'format' applied to 'string.\(int\)'"),
+])
+def test_format_refused_on_create(expr, words):
+    compile_selector(expr)
+    with pytest.raises(CelError, match=words):
+        check_types(expr)
+
+
+def test_format_errors_at_run_time():
+    """A format string or arguments known only at run time: cel-go's
+    runtime errors."""
+    cols = _columns([{"name": "d0", "attributes": {"pattern": {"string": "%d-%d"}}},
+                     {"name": "d1", "attributes": {"pattern": {"string": "%s"}}},
+                     {"name": "d2", "attributes": {"pattern": {"string": "%d%"}}}])
+    _, got = _answers(f'{D}.pattern.format([1, 2]) == "1-2"', cols)
+    # an argument left over is the validator's, not an error at run time
+    assert got == [True, False, "unexpected end of string"]
