@@ -12,8 +12,9 @@ quantity methods (``compareTo``, ``isGreaterThan``, ``isLessThan``,
 ``matches`` / ``startsWith`` / ``endsWith`` / ``contains``, the regex
 library's ``find`` / ``findAll``, and the libraries the base environment
 enables for stored selectors: cel-go's sets extension and two-variable
-comprehensions, Kubernetes' lists library (``dra_cel_lists``,
-``dra_cel_syntax``).
+comprehensions, Kubernetes' lists, IP and CIDR libraries, the strings
+extension's ``format`` and ``strings.quote`` (``dra_cel_lists``,
+``dra_cel_net``, ``dra_cel_format``, ``dra_cel_syntax``).
 
 Expressions are parsed with cel-python (``celpy``).  The forms drivers and
 users write are then evaluated for every device at once: each comparison,
@@ -64,6 +65,7 @@ from tensorsched.framework.parsing.semver import Semver, parse_semver
 
 from .dra_cel_format import CLAUSE_TYPES, clause_error, format_string, parse_clauses, quote
 from .dra_cel_lists import LIST_METHODS, SET_FUNCTIONS
+from .dra_cel_net import NET_FUNCTIONS, NET_METHODS
 from .dra_cel_values import (
     NONE,
     TWO_VARIABLE_MACROS,
@@ -339,6 +341,8 @@ METHODS = {
     "sum": LIST_METHODS["sum"],
     "min": LIST_METHODS["min"],
     "max": LIST_METHODS["max"],
+    # Kubernetes' IP and CIDR libraries
+    **NET_METHODS,
     "charAt": _char_at,
     # the strings extension at version 2 (format: dra_cel_format)
     "format": format_string,
@@ -360,6 +364,7 @@ FUNCTIONS = {
     # cel-go's sets extension
     **SET_FUNCTIONS,
     "strings.quote": quote,
+    **NET_FUNCTIONS,
 }
 
 
@@ -1045,6 +1050,8 @@ def _celpy_functions():
             return CelOptional(native(v.value)) if v.has_value else v
         if isinstance(v, t.MapType):
             return {native(k): native(x) for k, x in v.items()}
+        if hasattr(type(v), "CEL_TYPE"):
+            return v                    # a library's value (net.IP, net.CIDR)
         return (
             _from_cel(v, celpy)
             if not isinstance(v, (Quantity, Semver, t.ListType, tuple))
@@ -1081,6 +1088,15 @@ def _celpy_functions():
         return in_list(a, b)
 
     funcs["_in_"] = member
+    to_string = celpy.evaluation.base_functions["string"]
+
+    def string(v):
+        # string(ip) / string(cidr): the libraries' overloads
+        if hasattr(type(v), "CEL_TYPE"):
+            return t.StringType(str(v))
+        return to_string(v)
+
+    funcs["string"] = string
     for op, name in (("<", "_<_"), ("<=", "_<=_"), (">", "_>_"), (">=", "_>=_")):
         funcs[name] = wrap(lambda a, b, op=op: cel_order(op, a, b))
     from .dra_cel_syntax import optional_functions    # cel-python is there (see above)
@@ -1198,6 +1214,8 @@ _ANY = "any"
 _QUANTITY = "kubernetes.Quantity"
 _SEMVER = "kubernetes.Semver"
 _DEVICE = "kubernetes.DRADevice"
+_IP = "net.IP"
+_CIDR = "net.CIDR"
 _NUMERIC = ("int", "uint", "double")
 #: the device's maps: the API's declared types, in cel-go's spelling
 _ATTRS = f"map(string, map(string, {_ANY}))"
@@ -1236,6 +1254,16 @@ _METHOD_TYPES = {
                     ("list", (_DYN,), "int")],
     "charAt": [("string", ("int",), "string")],
     "find": [("string", ("string",), "string")],
+    # Kubernetes' IP and CIDR libraries
+    "family": [(_IP, (), "int")],
+    **{name: [(_IP, (), "bool")] for name in (
+        "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast",
+        "isGlobalUnicast")},
+    "containsIP": [(_CIDR, ("string",), "bool"), (_CIDR, (_IP,), "bool")],
+    "containsCIDR": [(_CIDR, ("string",), "bool"), (_CIDR, (_CIDR,), "bool")],
+    "ip": [(_CIDR, (), _IP)],
+    "masked": [(_CIDR, (), _CIDR)],
+    "prefixLength": [(_CIDR, (), "int")],
     "format": [("string", ("list",), "string")],
     "findAll": [("string", ("string",), "list(string)"),
                 ("string", ("string", "int"), "list(string)")],
@@ -1262,6 +1290,9 @@ _FUNCTION_TYPES = {
     "isSemver": [(("string",), "bool"), (("string", "bool"), "bool")],
     **{name: [(("list", "list"), "bool")] for name in SET_FUNCTIONS},
     "strings.quote": [(("string",), "string")],
+    "ip": [(("string",), _IP)],
+    "cidr": [(("string",), _CIDR)],
+    **{name: [(("string",), "bool")] for name in ("isIP", "isCIDR", "ip.isCanonical")},
     "size": [((t,), "int") for t in ("string", "bytes", "list", "map")],
 }
 _ARITHMETIC = {

@@ -68,7 +68,7 @@ OPTIONAL_GLOBALS = ("of", "ofNonZeroValue", "none", "unwrap")
 #: namespaced global functions: namespace -> names (``sets.contains``: the
 #: sets extension's)
 NAMESPACED = {"optional": OPTIONAL_GLOBALS, "sets": ("contains", "equivalent", "intersects"),
-              "strings": ("quote",)}
+              "strings": ("quote",), "ip": ("isCanonical",)}
 #: receiver macros of the library (their first argument names a variable)
 OPTIONAL_MACROS = ("optMap", "optFlatMap")
 

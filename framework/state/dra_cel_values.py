@@ -91,7 +91,11 @@ NONE = CelOptional()
 
 
 def type_name(v) -> str:
-    """A value's CEL type name, as runtime errors print it."""
+    """A value's CEL type name, as runtime errors print it (a library's
+    value class names its own, ``CEL_TYPE``)."""
+    named = getattr(type(v), "CEL_TYPE", None)
+    if named is not None:
+        return named
     if isinstance(v, bool):
         return "bool"
     if isinstance(v, int):

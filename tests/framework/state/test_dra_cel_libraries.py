@@ -344,3 +344,69 @@ def test_format_errors_at_run_time():
     _, got = _answers(f'{D}.pattern.format([1, 2]) == "1-2"', cols)
     # an argument left over is the validator's, not an error at run time
     assert got == [True, False, "unexpected end of string"]
+
+
+# --------------------------------------------------------------------------
+# Kubernetes' IP and CIDR libraries
+
+
+@pytest.mark.parametrize("expr", [
+    # the libraries' documented examples
+    "ip('127.0.0.1').family() == 4 && ip('::1').family() == 6",
+    "isIP('127.0.0.1') && isIP('::1') && !isIP('127.0.0.256') && !isIP(':::1')",
+    "ip.isCanonical('127.0.0.1') && ip.isCanonical('2001:db8::abcd') && "
+    "!ip.isCanonical('2001:DB8::ABCD') && !ip.isCanonical('2001:db8::0:0:0:abcd')",
+    "ip('0.0.0.0').isUnspecified() && ip('::').isUnspecified() && !ip('::1').isUnspecified()",
+    "ip('127.0.0.1').isLoopback() && !ip('192.168.0.1').isLoopback() && ip('::1').isLoopback()",
+    "ip('224.0.0.1').isLinkLocalMulticast() && !ip('224.0.1.1').isLinkLocalMulticast() && "
+    "ip('ff02::1').isLinkLocalMulticast() && !ip('fd00::1').isLinkLocalMulticast()",
+    "ip('169.254.169.254').isLinkLocalUnicast() && !ip('192.168.0.1').isLinkLocalUnicast() && "
+    "ip('fe80::1').isLinkLocalUnicast() && !ip('fd80::1').isLinkLocalUnicast()",
+    "ip('192.168.0.1').isGlobalUnicast() && !ip('255.255.255.255').isGlobalUnicast() && "
+    "ip('2001:db8::abcd').isGlobalUnicast() && !ip('ff00::1').isGlobalUnicast()",
+    "cidr('192.168.0.0/24').containsIP(ip('192.168.0.1')) && "
+    "!cidr('192.168.0.0/24').containsIP('192.168.1.1')",
+    "cidr('192.168.0.0/16').containsCIDR(cidr('192.168.10.0/24')) && "
+    "!cidr('192.168.1.0/24').containsCIDR('192.168.2.0/24')",
+    "cidr('192.168.0.1/24').ip() == ip('192.168.0.1') && cidr('::1/128').ip().family() == 6",
+    "cidr('192.168.0.1/24').masked() == cidr('192.168.0.0/24') && "
+    "cidr('192.168.0.1/24') != cidr('192.168.0.1/24').masked()",
+    "cidr('192.168.0.0/16').prefixLength() == 16 && cidr('::1/128').prefixLength() == 128",
+    "isCIDR('192.168.0.0/16') && !isCIDR('192.168.0.0/33') && !isCIDR('::1/129')",
+    "string(ip('10.0.0.1')) == '10.0.0.1' && string(cidr('10.0.0.0/8')) == '10.0.0.0/8'",
+])
+def test_ip_and_cidr_answer_as_kubernetes(expr):
+    assert _one(expr) is True
+
+
+@pytest.mark.parametrize("text, words", [
+    ("127.0.0.256", "parse error"),
+    ("fe80::1%eth0", "with zone value is not allowed"),
+    ("::ffff:1.2.3.4", "IPv4-mapped IPv6 address"),
+    ("010.0.0.1", "parse error"),
+])
+def test_ip_refuses_what_netip_and_the_library_refuse(text, words):
+    got = _one(f"ip('{text}').family() == 4")
+    assert isinstance(got, str) and words in got
+
+
+def test_ip_of_an_attribute_is_compiled():
+    cols = _columns([{"name": f"d{i}", "attributes": {"addr": {"string": a}}}
+                     for i, a in enumerate(("10.1.2.3", "fd00::1", "nope"))])
+    sel, got = _answers(f"ip({D}.addr).family() == 4", cols)
+    assert sel.compiled
+    assert got[:2] == [True, False] and "parse error" in got[2]
+    _, got = _answers(f"cidr('10.0.0.0/8').containsIP({D}.addr)", cols)
+    assert got[:2] == [True, False] and "parse error" in got[2]
+
+
+@pytest.mark.parametrize("expr, words", [
+    ("cidr('1.0.0.0/8').containsIP(1)", r"'containsIP' applied to 'net.CIDR.\(int\)'"),
+    ("ip('1.2.3.4').family() == 'a'", r"'_==_' applied to '\(int, string\)'"),
+    ("device.driver.family() == 4", r"'family' applied to 'string.\(\)'"),
+    ("ip('1.2.3.4')", "must evaluate to bool or the unknown type, not net.IP"),
+])
+def test_ip_and_cidr_type_errors(expr, words):
+    compile_selector(expr)
+    with pytest.raises(CelError, match=words):
+        check_types(expr)
