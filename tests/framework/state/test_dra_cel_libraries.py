@@ -410,3 +410,33 @@ def test_ip_and_cidr_type_errors(expr, words):
     compile_selector(expr)
     with pytest.raises(CelError, match=words):
         check_types(expr)
+
+
+# --------------------------------------------------------------------------
+# two-variable comprehensions against Python on random lists
+
+
+_PREDICATES = {
+    "i < v": lambda i, v: i < v,
+    "v % 2 == 0": lambda i, v: v % 2 == 0,
+    "i == v": lambda i, v: i == v,
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-3, 5), max_size=6), st.sampled_from(sorted(_PREDICATES)))
+def test_two_variable_comprehensions_agree_with_python(items, predicate):
+    p = _PREDICATES[predicate]
+    pairs = list(enumerate(items))
+    literal = "[" + ", ".join(map(str, items)) + "]"
+    kept = [v * 10 + i for i, v in pairs if p(i, v)]
+    want = {
+        f"{literal}.all(i, v, {predicate})": all(p(i, v) for i, v in pairs),
+        f"{literal}.exists(i, v, {predicate})": any(p(i, v) for i, v in pairs),
+        f"{literal}.existsOne(i, v, {predicate})": sum(p(i, v) for i, v in pairs) == 1,
+        f"{literal}.transformList(i, v, {predicate}, v * 10 + i) == "
+        f"[{', '.join(map(str, kept))}]": True,
+        f"{literal}.transformMap(i, v, {predicate}, v).size() == {len(kept)}": True,
+    }
+    for expr, answer in want.items():
+        assert _one(expr) is answer, expr
