@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from tensorsched.framework.parsing.dra import parse_resource_slice
 from tensorsched.framework.state.dra_cel import (
     CelError,
-    check_types,
     compile_selector,
     reference_matches,
 )
+from tensorsched.framework.state.dra_cel_types import check_types
 from tensorsched.framework.state.dra_devices import DeviceColumns
 
 DRIVER = "gpu.example.com"
