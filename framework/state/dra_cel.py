@@ -12,9 +12,9 @@ quantity methods (``compareTo``, ``isGreaterThan``, ``isLessThan``,
 ``matches`` / ``startsWith`` / ``endsWith`` / ``contains``, the regex
 library's ``find`` / ``findAll``, and the libraries the base environment
 enables for stored selectors: cel-go's sets extension and two-variable
-comprehensions, Kubernetes' lists, IP and CIDR libraries, the strings
+comprehensions, Kubernetes' lists, IP, CIDR and URL libraries, the strings
 extension's ``format`` and ``strings.quote`` (``dra_cel_lists``,
-``dra_cel_net``, ``dra_cel_format``, ``dra_cel_syntax``).
+``dra_cel_net``, ``dra_cel_urls``, ``dra_cel_format``, ``dra_cel_syntax``).
 
 Expressions are parsed with cel-python (``celpy``).  The forms drivers and
 users write are then evaluated for every device at once: each comparison,
@@ -66,6 +66,7 @@ from tensorsched.framework.parsing.semver import Semver, parse_semver
 from .dra_cel_format import format_string, quote
 from .dra_cel_lists import LIST_METHODS, SET_FUNCTIONS
 from .dra_cel_net import NET_FUNCTIONS, NET_METHODS
+from .dra_cel_urls import URL_FUNCTIONS, URL_METHODS
 from .dra_cel_values import (
     NONE,
     TWO_VARIABLE_MACROS,
@@ -340,8 +341,9 @@ METHODS = {
     "sum": LIST_METHODS["sum"],
     "min": LIST_METHODS["min"],
     "max": LIST_METHODS["max"],
-    # Kubernetes' IP and CIDR libraries
+    # Kubernetes' IP, CIDR and URL libraries
     **NET_METHODS,
+    **URL_METHODS,
     "charAt": _char_at,
     # the strings extension at version 2 (format: dra_cel_format)
     "format": format_string,
@@ -364,6 +366,7 @@ FUNCTIONS = {
     **SET_FUNCTIONS,
     "strings.quote": quote,
     **NET_FUNCTIONS,
+    **URL_FUNCTIONS,
 }
 
 
@@ -1091,7 +1094,7 @@ def _celpy_functions():
 
     def string(v):
         # string(ip) / string(cidr): the libraries' overloads
-        if hasattr(type(v), "CEL_TYPE"):
+        if getattr(type(v), "CEL_TYPE", None) in ("net.IP", "net.CIDR"):
             return t.StringType(str(v))
         return to_string(v)
 

@@ -47,6 +47,7 @@ _SEMVER = "kubernetes.Semver"
 _DEVICE = "kubernetes.DRADevice"
 _IP = "net.IP"
 _CIDR = "net.CIDR"
+_URL = "kubernetes.URL"
 _NUMERIC = ("int", "uint", "double")
 #: the device's maps: the API's declared types, in cel-go's spelling
 _ATTRS = f"map(string, map(string, {_ANY}))"
@@ -95,6 +96,9 @@ _METHOD_TYPES = {
     "ip": [(_CIDR, (), _IP)],
     "masked": [(_CIDR, (), _CIDR)],
     "prefixLength": [(_CIDR, (), "int")],
+    **{name: [(_URL, (), "string")] for name in (
+        "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath")},
+    "getQuery": [(_URL, (), "map(string, list(string))")],
     "format": [("string", ("list",), "string")],
     "findAll": [("string", ("string",), "list(string)"),
                 ("string", ("string", "int"), "list(string)")],
@@ -123,6 +127,8 @@ _FUNCTION_TYPES = {
     "strings.quote": [(("string",), "string")],
     "ip": [(("string",), _IP)],
     "cidr": [(("string",), _CIDR)],
+    "url": [(("string",), _URL)],
+    "isURL": [(("string",), "bool")],
     **{name: [(("string",), "bool")] for name in ("isIP", "isCIDR", "ip.isCanonical")},
     "size": [((t,), "int") for t in ("string", "bytes", "list", "map")],
 }

@@ -440,3 +440,50 @@ def test_two_variable_comprehensions_agree_with_python(items, predicate):
     }
     for expr, answer in want.items():
         assert _one(expr) is answer, expr
+
+
+# --------------------------------------------------------------------------
+# Kubernetes' URL library
+
+
+@pytest.mark.parametrize("expr", [
+    # the library's documented examples
+    "isURL('https://user:pass@example.com:80/path?query=val#fragment') && "
+    "isURL('/absolute-path') && !isURL('https://a:b:c/') && !isURL('../relative-path')",
+    "url('/path').getScheme() == '' && url('https://example.com/').getScheme() == 'https'",
+    "url('https://example.com:80/').getHost() == 'example.com:80' && "
+    "url('https://example.com/').getHost() == 'example.com' && "
+    "url('https://[::1]:80/').getHost() == '[::1]:80' && url('https://[::1]/').getHost() == "
+    "'[::1]' && url('/path').getHost() == ''",
+    "url('https://example.com:80/').getHostname() == 'example.com' && "
+    "url('https://127.0.0.1:80/').getHostname() == '127.0.0.1' && "
+    "url('https://[::1]:80/').getHostname() == '::1' && url('/path').getHostname() == ''",
+    "url('https://example.com:80/').getPort() == '80' && "
+    "url('https://example.com/').getPort() == '' && url('/path').getPort() == ''",
+    "url('https://example.com/path').getEscapedPath() == '/path' && "
+    "url('https://example.com/path with spaces/').getEscapedPath() == '/path%20with%20spaces/' "
+    "&& url('https://example.com').getEscapedPath() == ''",
+    "url('https://example.com/path?k1=a&k2=b&k2=c').getQuery() == {'k1': ['a'], 'k2': ['b', 'c']}",
+    "url('https://example.com/path?key with spaces=value with spaces').getQuery() == "
+    "{'key with spaces': ['value with spaces']}",
+    "url('https://example.com/path?').getQuery() == {} && "
+    "url('https://example.com/path').getQuery() == {}",
+])
+def test_urls_answer_as_kubernetes(expr):
+    assert _one(expr) is True
+
+
+def test_url_of_an_attribute_is_compiled_and_its_errors_are_the_devices():
+    cols = _columns([{"name": f"d{i}", "attributes": {"endpoint": {"string": u}}}
+                     for i, u in enumerate(("https://svc:8443/v1", "../relative", "https://a:b:c/"))])
+    sel, got = _answers(f"url({D}.endpoint).getPort() == '8443'", cols)
+    assert sel.compiled
+    assert got[0] is True
+    assert "invalid URI for request" in got[1] and 'invalid port ":c" after host' in got[2]
+
+
+def test_url_type_errors():
+    with pytest.raises(CelError, match=r"'url' applied to '\(int\)'"):
+        check_types("url(1).getHost() == ''")
+    with pytest.raises(CelError, match="not kubernetes.URL"):
+        check_types("url('/x')")
