@@ -374,7 +374,7 @@ FUNCTIONS = {
 # parsing (cel-python's grammar) into a small tree we can compile
 
 
-def _celpy():
+def celpy_module():
     try:
         import celpy
     except ImportError:  # pragma: no cover - a packaging problem, reported clearly
@@ -386,7 +386,7 @@ def _celpy():
 
 @lru_cache(maxsize=1)
 def _environment():
-    celpy = _celpy()
+    celpy = celpy_module()
     # the optional forms (cel-go's optional library) on cel-python: a module
     # that needs cel-python, so imported once it is known to be there
     from .dra_cel_syntax import OptionalRunner
@@ -394,16 +394,16 @@ def _environment():
     return celpy.Environment(runner_class=OptionalRunner)
 
 
-def _parse(text: str):
+def parse_expression(text: str):
     """cel-python's parse tree of ``text`` with the optional syntax
     (``dra_cel_syntax.parse``); celpy.CELParseError on a syntax error."""
-    _celpy()
+    celpy_module()
     from .dra_cel_syntax import parse
 
     return parse(text)
 
 
-_CHAIN = {
+CHAIN_RULES = {
     "expr",
     "conditionalor",
     "conditionaland",
@@ -414,7 +414,7 @@ _CHAIN = {
     "member",
     "primary",
 }
-_REL = {
+RELATIONS = {
     "relation_eq": "==",
     "relation_ne": "!=",
     "relation_lt": "<",
@@ -427,18 +427,18 @@ _REL = {
 
 #: CEL's comprehension macros (``list.exists(x, ...)``): their first
 #: argument names a variable
-_MACROS = ("all", "exists", "exists_one", "map", "filter", "optMap", "optFlatMap")
+MACROS = ("all", "exists", "exists_one", "map", "filter", "optMap", "optFlatMap")
 
 
-class _Opaque(Exception):
+class Opaque(Exception):
     """A form the column compiler does not know (cel-python evaluates it)."""
 
 
-def _literal(token):
+def literal_value(token):
     """A literal token's value (cel-python's own evaluation)."""
     import lark
 
-    celpy = _celpy()
+    celpy = celpy_module()
     tree = lark.Tree("literal", [token])
     for name in (
         "primary",
@@ -470,18 +470,18 @@ def _from_cel(value, celpy):
         return value
     if value is None:
         return None
-    raise _Opaque(type(value).__name__)
+    raise Opaque(type(value).__name__)
 
 
 def _translate(node, bound: frozenset):
-    """lark tree -> nested tuples (see ``_Compiler``); raises _Opaque for
+    """lark tree -> nested tuples (see ``_Compiler``); raises Opaque for
     forms outside the compiled subset, CelError for undeclared names."""
     import lark
 
-    while isinstance(node, lark.Tree) and node.data in _CHAIN and len(node.children) == 1:
+    while isinstance(node, lark.Tree) and node.data in CHAIN_RULES and len(node.children) == 1:
         node = node.children[0]
     if not isinstance(node, lark.Tree):
-        raise _Opaque(str(node))
+        raise Opaque(str(node))
     d, ch = node.data, node.children
     if d == "conditionalor":
         return ("or", _translate(ch[0], bound), _translate(ch[1], bound))
@@ -491,16 +491,16 @@ def _translate(node, bound: frozenset):
         op_node, rhs = ch
         return (
             "cmp",
-            _REL[op_node.data],
+            RELATIONS[op_node.data],
             _translate(op_node.children[0], bound),
             _translate(rhs, bound),
         )
     if d == "unary":
         if ch[0].data == "unary_not":
             return ("not", _translate(ch[1], bound))
-        raise _Opaque("unary")
+        raise Opaque("unary")
     if d == "literal":
-        return ("lit", _literal(ch[0]))
+        return ("lit", literal_value(ch[0]))
     if d == "paren_expr":
         return _translate(ch[0], bound)
     if d == "list_lit":
@@ -511,7 +511,7 @@ def _translate(node, bound: frozenset):
         if name == "device":
             return ("device",)
         if name in bound:
-            raise _Opaque("bound variable")
+            raise Opaque("bound variable")
         raise CelError(
             f"compilation failed: ERROR: <input>:{ch[0].line}:{ch[0].column}: "
             f"undeclared reference to '{name}' (in container '')"
@@ -520,7 +520,7 @@ def _translate(node, bound: frozenset):
         name = str(ch[0])
         args = tuple(_translate(a, bound) for a in (ch[1].children if len(ch) > 1 else ()))
         if name in FUNCTIONS and not _takes(FUNCTIONS[name], len(args)):
-            raise _Opaque(name)
+            raise Opaque(name)
         return ("call", name, None, args)
     if d == "member_dot":
         target = _translate(ch[0], bound)
@@ -532,20 +532,20 @@ def _translate(node, bound: frozenset):
                 return ("leaf", ("multi",))
             if field in ("attributes", "capacity"):
                 return ("map", field)
-            raise _Opaque(f"device.{field}")
+            raise Opaque(f"device.{field}")
         if target[0] == "domain":
             return ("leaf", (target[1], f"{target[2]}/{field}"))
-        raise _Opaque("member")
+        raise Opaque("member")
     if d == "member_index":
         target = _translate(ch[0], bound)
         key = _translate(ch[1], bound)
         if key[0] != "lit" or not isinstance(key[1], str):
-            raise _Opaque("index")
+            raise Opaque("index")
         if target[0] == "map":
             return ("domain", "attr" if target[1] == "attributes" else "cap", key[1])
         if target[0] == "domain":
             return ("leaf", (target[1], f"{target[2]}/{key[1]}"))
-        raise _Opaque("index")
+        raise Opaque("index")
     if d in ("member_dot_opt", "member_index_opt"):
         # x.?f / x[?"f"] on one attribute or capacity domain: an optional
         # leaf (none where the device has no such value)
@@ -555,32 +555,32 @@ def _translate(node, bound: frozenset):
         else:
             key = _translate(ch[1], bound)
             if key[0] != "lit" or not isinstance(key[1], str):
-                raise _Opaque("index")
+                raise Opaque("index")
             field = key[1]
         if target[0] == "domain":
             return ("optleaf", (target[1], f"{target[2]}/{field}"))
-        raise _Opaque("optional selection")
+        raise Opaque("optional selection")
     if d == "member_dot_arg":
         target_node, method = ch[0], str(ch[1])
         args_node = ch[2] if len(ch) > 2 else None
         if method == "bind" and _is_ident(target_node, "cel") and args_node is not None:
             # cel.bind(name, init, body): fine for cel-python, not compiled here;
             # still check the body for undeclared names
-            name = _ident_name(args_node.children[0])
+            name = ident_name(args_node.children[0])
             for sub in args_node.children[1:]:
                 _check_names(sub, bound | {name})
-            raise _Opaque("cel.bind")
-        if method in _MACROS or _two_variable(method, args_node):
-            raise _Opaque(method)       # binds a variable: cel-python evaluates it
+            raise Opaque("cel.bind")
+        if method in MACROS or is_two_variable(method, args_node):
+            raise Opaque(method)       # binds a variable: cel-python evaluates it
         target = _translate(target_node, bound)
         args = tuple(_translate(a, bound) for a in (args_node.children if args_node else ()))
         if method in METHODS and not _takes(METHODS[method], 1 + len(args)):
-            raise _Opaque(method)
+            raise Opaque(method)
         return ("call", method, target, args)
-    raise _Opaque(d)
+    raise Opaque(d)
 
 
-def _expand_binds(tree):
+def expand_binds(tree):
     """``cel.bind(x, init, body)`` (cel-go's bindings extension, which
     Kubernetes enables) -> ``body`` with ``(init)`` for every ``x``; neither
     cel-python nor our compiler knows the macro."""
@@ -614,14 +614,14 @@ def _expand_binds(tree):
         ):
             var, init, body = node.children[2].children
             return lark.Tree(
-                "primary", [lark.Tree("paren_expr", [substitute(body, _ident_name(var), init)])]
+                "primary", [lark.Tree("paren_expr", [substitute(body, ident_name(var), init)])]
             )
         return node
 
     return visit(tree)
 
 
-def _two_variable(method: str, args_node) -> bool:
+def is_two_variable(method: str, args_node) -> bool:
     """Whether ``x.method(args)`` is one of cel-go's two-variable
     comprehensions (``all(i, v, p)``, ``transformMap(k, v, f, t)``, ...)."""
     return args_node is not None and len(args_node.children) in \
@@ -631,12 +631,12 @@ def _two_variable(method: str, args_node) -> bool:
 def _is_ident(node, name: str) -> bool:
     import lark
 
-    while isinstance(node, lark.Tree) and node.data in _CHAIN and len(node.children) == 1:
+    while isinstance(node, lark.Tree) and node.data in CHAIN_RULES and len(node.children) == 1:
         node = node.children[0]
     return isinstance(node, lark.Tree) and node.data == "ident" and str(node.children[0]) == name
 
 
-def _ident_name(node) -> str:
+def ident_name(node) -> str:
     import lark
 
     while isinstance(node, lark.Tree) and len(node.children) == 1 and node.data != "ident":
@@ -692,20 +692,20 @@ def _check_names(node, bound) -> None:
     if node.data == "member_dot_arg" and len(node.children) > 2:
         method = str(node.children[1])
         args = node.children[2].children
-        if _two_variable(method, node.children[2]):
+        if is_two_variable(method, node.children[2]):
             names = [_macro_variable(method, a) for a in args[:2]]
             _check_names(node.children[0], bound)
             for a in args[2:]:
                 _check_names(a, bound | set(names))
             return
-        if method in _MACROS and args:
+        if method in MACROS and args:
             var = _macro_variable(method, args[0])
             _check_names(node.children[0], bound)
             for a in args[1:]:
                 _check_names(a, bound | {var})
             return
         if method == "bind" and _is_ident(node.children[0], "cel") and args:
-            var = _ident_name(args[0])
+            var = ident_name(args[0])
             for a in args[1:]:
                 _check_names(a, bound | {var})
             return
@@ -850,7 +850,7 @@ class _Evaluator:
             return tuple(self.const(x) for x in node[1])
         if kind == "call" and node[2] is None and node[1] in FUNCTIONS:
             return FUNCTIONS[node[1]](*[self.const(a) for a in node[3]])
-        raise _Opaque(kind)
+        raise Opaque(kind)
 
     def unary(self, node):
         """(ids, f) for a node that reads exactly one leaf: f maps a leaf value
@@ -897,7 +897,7 @@ class _Evaluator:
                 key, inner = self.unary(rhs)
                 c = self.const(lhs)
                 return key, _cmp_fn(op, inner, c, left=False)
-        raise _Opaque(kind)
+        raise Opaque(kind)
 
     def boolean(self, node) -> BoolColumn:
         kind = node[0]
@@ -989,21 +989,21 @@ def _leaves_of(node, out: set) -> bool:
 def compile_selector(expression: str) -> CompiledSelector:
     """Parse and check ``expression``; CelError (upstream's wording) when it
     does not compile."""
-    celpy = _celpy()
+    celpy = celpy_module()
     env = _environment()
     try:
-        tree = _parse(expression)
+        tree = parse_expression(expression)
     except celpy.CELParseError as exc:
         raise CelError(f"compilation failed: ERROR: <input>: Syntax error: {exc}") from None
     _check_names(tree, frozenset())
-    tree = _expand_binds(tree)
+    tree = expand_binds(tree)
     program = env.program(tree, functions=_celpy_functions())
     try:
         ours = _translate(tree, frozenset())
         if ours[0] == "lit" and not isinstance(ours[1], bool):
             raise CelError(f"must evaluate to bool or the unknown type, not {_type_name(ours[1])}")
-        _Evaluator(DeviceValues(0, {}, None)).boolean(ours)  # raises _Opaque early
-    except _Opaque:
+        _Evaluator(DeviceValues(0, {}, None)).boolean(ours)  # raises Opaque early
+    except Opaque:
         ours = None
     leaves: set = set()
     known = _leaves_of(ours, leaves) if ours is not None else _tree_leaves(tree, leaves)
@@ -1027,7 +1027,7 @@ def _tree_leaves(tree, out: set) -> bool:
                 if t[0] in ("leaf", "optleaf"):
                     out.add(t[1])
                     return
-            except (_Opaque, CelError):
+            except (Opaque, CelError):
                 pass
         if node.data == "ident" and str(node.children[0]) == "device":
             ok = False
@@ -1044,7 +1044,7 @@ def _tree_leaves(tree, out: set) -> bool:
 
 @lru_cache(maxsize=1)
 def _celpy_functions():
-    celpy = _celpy()
+    celpy = celpy_module()
     t = celpy.celtypes
 
     def native(v):
@@ -1069,7 +1069,7 @@ def _celpy_functions():
                 r = fn(*[native(a) for a in args])
             except _EvalError as exc:
                 return celpy.CELEvalError(str(exc))  # an error value: && / || may absorb it
-            except _Opaque as exc:
+            except Opaque as exc:
                 return celpy.CELEvalError(f"no such overload for {exc}")
             return _to_cel(r, celpy)
 
@@ -1127,7 +1127,7 @@ def _to_cel(v, celpy):
 
 
 def _activation(driver: str, multi: bool, attrs: dict, caps: dict):
-    celpy = _celpy()
+    celpy = celpy_module()
     t = celpy.celtypes
 
     class DomainMap(t.MapType):
@@ -1158,7 +1158,7 @@ def _activation(driver: str, multi: bool, attrs: dict, caps: dict):
 
 def _run_program(program, device) -> bool:
     """Evaluate with cel-python; True/False, or _EvalError."""
-    celpy = _celpy()
+    celpy = celpy_module()
     driver, multi, attrs, caps = device
     try:
         result = program.evaluate(_activation(driver, multi, attrs, caps))

@@ -16,17 +16,17 @@ from __future__ import annotations
 import re
 
 from .dra_cel import (
-    _CHAIN,
-    _MACROS,
-    _REL,
+    CHAIN_RULES,
+    MACROS,
+    RELATIONS,
     CelError,
-    _celpy,
-    _expand_binds,
-    _ident_name,
-    _literal,
-    _Opaque,
-    _parse,
-    _two_variable,
+    Opaque,
+    celpy_module,
+    expand_binds,
+    ident_name,
+    is_two_variable,
+    literal_value,
+    parse_expression,
 )
 from .dra_cel_format import CLAUSE_TYPES, clause_error, parse_clauses
 from .dra_cel_lists import SET_FUNCTIONS
@@ -269,7 +269,7 @@ class _TypeChecker:
         call at its ``(``, anything else where it starts."""
         import lark
 
-        while isinstance(node, lark.Tree) and node.data in _CHAIN and len(node.children) == 1:
+        while isinstance(node, lark.Tree) and node.data in CHAIN_RULES and len(node.children) == 1:
             node = node.children[0]
         if not isinstance(node, lark.Tree):
             return 0
@@ -282,7 +282,7 @@ class _TypeChecker:
     def type_of(self, node, bound: dict) -> str:
         import lark
 
-        while isinstance(node, lark.Tree) and node.data in _CHAIN and len(node.children) == 1:
+        while isinstance(node, lark.Tree) and node.data in CHAIN_RULES and len(node.children) == 1:
             node = node.children[0]
         if not isinstance(node, lark.Tree):
             return _DYN
@@ -512,7 +512,7 @@ class _TypeChecker:
     def _macro(self, node, method: str, bound) -> str:
         target_node, args = node.children[0], node.children[2].children
         target = self.type_of(target_node, bound)
-        var = _ident_name(args[0])
+        var = ident_name(args[0])
         pos = self._position(node)
         if method in ("optMap", "optFlatMap"):
             inner, optional = _unwrap_optional(target)
@@ -560,7 +560,7 @@ class _TypeChecker:
         target_node, args = node.children[0], node.children[2].children
         target = self.type_of(target_node, bound)
         first, second = self._range(target_node, target)
-        scope = {**bound, _ident_name(args[0]): first, _ident_name(args[1]): second}
+        scope = {**bound, ident_name(args[0]): first, ident_name(args[1]): second}
         bodies = [self.type_of(a, scope) for a in args[2:]]
         pos = self._position(node)
         if method in ("all", "exists"):
@@ -588,8 +588,8 @@ class _TypeChecker:
         lhs = op_node.children[0]
         a, b = self.type_of(lhs, bound), self.type_of(rhs, bound)
         kind = op_node.data
-        if kind in _REL.keys():
-            op = _REL[kind]
+        if kind in RELATIONS.keys():
+            op = RELATIONS[kind]
             pos = self._operator_pos(lhs, op)
             if op == "in":
                 e = _element(b)
@@ -621,11 +621,11 @@ class _TypeChecker:
     def _method(self, node, bound) -> str:
         target_node, method = node.children[0], str(node.children[1])
         arg_nodes = node.children[2].children if len(node.children) > 2 else ()
-        if method in _MACROS and len(arg_nodes) == 2:
+        if method in MACROS and len(arg_nodes) == 2:
             return self._macro(node, method, bound)
         if method == "format" and len(arg_nodes) == 1:
             return self._format(node, bound)
-        if _two_variable(method, node.children[2] if len(node.children) > 2 else None):
+        if is_two_variable(method, node.children[2] if len(node.children) > 2 else None):
             return self._two_variable_macro(node, method, bound)
         receiver = self.type_of(target_node, bound)
         args = [self.type_of(a, bound) for a in arg_nodes]
@@ -686,7 +686,7 @@ def _aggregate(node):
     one-child chain), else None."""
     import lark
 
-    while isinstance(node, lark.Tree) and node.data in _CHAIN and len(node.children) == 1:
+    while isinstance(node, lark.Tree) and node.data in CHAIN_RULES and len(node.children) == 1:
         node = node.children[0]
     if isinstance(node, lark.Tree) and node.data in ("list_lit", "map_lit"):
         return node
@@ -697,13 +697,13 @@ def _string_literal(node) -> str | None:
     """The value of a plain string literal, else None."""
     import lark
 
-    while isinstance(node, lark.Tree) and node.data in _CHAIN and len(node.children) == 1:
+    while isinstance(node, lark.Tree) and node.data in CHAIN_RULES and len(node.children) == 1:
         node = node.children[0]
     if (isinstance(node, lark.Tree) and node.data == "literal"
             and node.children[0].type in ("STRING_LIT", "MLSTRING_LIT")):
         try:
-            value = _literal(node.children[0])
-        except _Opaque:
+            value = literal_value(node.children[0])
+        except Opaque:
             return None
         return value if isinstance(value, str) else None
     return None
@@ -727,8 +727,8 @@ def check_types(expression: str) -> None:
     :func:`compile_selector` accepted ``expression``."""
     text = expression
     try:
-        tree = _expand_binds(_parse(text))
-    except _celpy().CELParseError:
+        tree = expand_binds(parse_expression(text))
+    except celpy_module().CELParseError:
         return  # a syntax error is compile_selector's to report
     result = _TypeChecker(text).type_of(tree, {})
     if result not in ("bool", _DYN, _ANY):
