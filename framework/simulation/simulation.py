@@ -141,8 +141,9 @@ class Simulation:
     KubeSchedulerConfiguration (dict, path or None).  ``interval``: seconds
     per ``timeseries`` row (None: no rows).  ``metrics``: extra time-series
     columns, ``{name: fn(cluster) -> float}`` (more later with
-    ``series.add_metrics``); a cluster with DRA objects has the device
-    columns of ``dra_series`` too.  ``registry``: the plugin registry (default:
+    ``series.add_metrics``); once the cluster has DRA objects (when made,
+    or when nodes join with slices) the device columns of ``dra_series``
+    follow, the rows before reading none published.  ``registry``: the plugin registry (default:
     the installed ``default_registry()``).  ``feature_gates``: gate name ->
     on, with objects or a path (``build_cluster``'s).  Other keyword arguments go to
     the ``Scheduler`` (``batch``, ``termination_grace_seconds``,
