@@ -13,19 +13,23 @@ cluster's ResourceSlices publish are allocated to resource claims.
 - ``dra_alloc_pct``: ``dra_devices_allocated`` as % of ``dra_devices``
   (None while no slice publishes a device).
 
-``Simulation`` adds these columns itself when its cluster has DRA objects
-(DeviceClasses, ResourceSlices, claims or claim templates), so slices that
-nodes publish as they join later are counted from then on.
+``Simulation`` adds these columns itself once its cluster has DRA objects
+(DeviceClasses, ResourceSlices, claims or claim templates): when it is made,
+or at the first sample after they arrive (nodes joining with slices,
+scenario events); the rows sampled before then read ``DRA_BEFORE`` (no
+device published, none allocated, no share), so every row has every column.
 """
 
 from __future__ import annotations
 
 from tensorsched.framework.state.dra_claims import ClaimState
 
-__all__ = ["DRA_COLUMNS", "dra_metrics", "has_dra_objects"]
+__all__ = ["DRA_BEFORE", "DRA_COLUMNS", "dra_metrics", "has_dra_objects"]
 
 #: the time-series columns of ``dra_metrics``
 DRA_COLUMNS = ("dra_devices", "dra_devices_allocated", "dra_alloc_pct")
+#: the columns' values while the cluster has no DRA objects
+DRA_BEFORE = {"dra_devices": 0.0, "dra_devices_allocated": 0.0, "dra_alloc_pct": None}
 
 
 def has_dra_objects(cluster) -> bool:

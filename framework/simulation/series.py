@@ -84,6 +84,7 @@ class TimeSeries:
         self._kept: list[float] = []          # uniform sample of every latency
         self._seen = 0
         self._rng = np.random.default_rng(seed)
+        self._later: list[tuple] = []         # (ready, metrics, before): columns to come
         self.add_metrics(metrics or {})
 
     def add_metrics(self, metrics: dict) -> None:
@@ -95,6 +96,29 @@ class TimeSeries:
         self.metrics.update(metrics)
         for name in metrics:
             self.columns.setdefault(name, [])
+
+    def add_metrics_when(self, ready, metrics: dict, before: dict) -> None:
+        """Metric columns that start once ``ready(cluster)`` holds (checked
+        by ``start_ready``, before every row): the rows sampled before then
+        get ``before[name]``, their value while ``ready`` did not hold, so
+        every column has a value in every row.  A name that is a column by
+        then stays the one it is (the caller's own)."""
+        self._later.append((ready, metrics, before))
+
+    def start_ready(self, cluster) -> None:
+        """Start the columns of ``add_metrics_when`` whose time has come."""
+        if not self._later:
+            return
+        waiting = []
+        for ready, metrics, before in self._later:
+            if not ready(cluster):
+                waiting.append((ready, metrics, before))
+                continue
+            new = {name: fn for name, fn in metrics.items() if name not in self.columns}
+            self.add_metrics(new)
+            for name in new:
+                self.columns[name] = [before[name]] * self.rows
+        self._later = waiting
 
     @property
     def rows(self) -> int:
@@ -109,6 +133,7 @@ class TimeSeries:
     def sample(self, t: float, cluster, scheduler) -> None:
         """One row at time ``t``: the state of ``cluster`` and ``scheduler``
         now, the window's counts (then a new window)."""
+        self.start_ready(cluster)
         state = cluster.state
         s = self.columns
         rows = state.valid_rows()

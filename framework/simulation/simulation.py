@@ -81,7 +81,7 @@ from tensorsched.framework.scheduler.scheduler import Scheduler
 from .agenda import PRIO_ARRIVE, PRIO_LEAVE, PRIO_NODE, Agenda
 from .arrivals import BLOCK_ROWS, CHUNK, FIRST_BLOCK_ROWS, MIN_BLOCK, TraceArrivals
 from .changes import ClusterChanges, pod_not_found
-from .dra_series import dra_metrics, has_dra_objects
+from .dra_series import DRA_BEFORE, dra_metrics, has_dra_objects
 from .errors import SimulationError
 from .listeners import Listeners
 from .node_slices import checked_slices
@@ -141,8 +141,9 @@ class Simulation:
     KubeSchedulerConfiguration (dict, path or None).  ``interval``: seconds
     per ``timeseries`` row (None: no rows).  ``metrics``: extra time-series
     columns, ``{name: fn(cluster) -> float}`` (more later with
-    ``series.add_metrics``); a cluster with DRA objects has the device
-    columns of ``dra_series`` too.  ``registry``: the plugin registry (default:
+    ``series.add_metrics``); once the cluster has DRA objects (when made,
+    or when nodes join with slices) the device columns of ``dra_series``
+    follow, the rows before reading none published.  ``registry``: the plugin registry (default:
     the installed ``default_registry()``).  ``feature_gates``: gate name ->
     on, with objects or a path (``build_cluster``'s).  Other keyword arguments go to
     the ``Scheduler`` (``batch``, ``termination_grace_seconds``,
@@ -199,10 +200,11 @@ class Simulation:
             self.scheduler.subscribe(ev, self._on_scheduler_event)
         self.interval = float(interval) if interval is not None else None
         self.series = TimeSeries(metrics, seed)
-        if has_dra_objects(self.cluster):
-            # device use over time; a column of the caller's own name is kept
-            self.series.add_metrics({name: fn for name, fn in dra_metrics().items()
-                                     if name not in self.series.metrics})
+        # device use over time, from when the cluster first has DRA objects
+        # (now, or when slices or claims arrive later); the rows before have
+        # no device published; a column of the caller's own name is kept
+        self.series.add_metrics_when(has_dra_objects, dra_metrics(), DRA_BEFORE)
+        self.series.start_ready(self.cluster)
         self.metrics = self.series.metrics          # name -> fn(cluster), the metric columns
         self.totals = self.series.totals
         self._window = self.series.window
@@ -559,6 +561,7 @@ class Simulation:
     def timeseries(self) -> pa.Table:
         """One row per interval: ``TIMESERIES_COLUMNS`` then the metric
         columns (see the README's Simulation section)."""
+        self.series.start_ready(self.cluster)
         return self.series.table()
 
     def summary(self) -> dict:

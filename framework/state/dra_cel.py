@@ -8,8 +8,13 @@ such key``), with Kubernetes' CEL library: ``quantity()`` / ``isQuantity()`` and
 quantity methods (``compareTo``, ``isGreaterThan``, ``isLessThan``,
 ``isInteger``, ``asInteger``, ``asApproximateFloat``, ``sign``, ``add``,
 ``sub``), ``semver()`` / ``isSemver()`` with ``compareTo`` / ``isGreaterThan``
-/ ``isLessThan`` / ``major`` / ``minor`` / ``patch``, and the standard
-``matches`` / ``startsWith`` / ``endsWith`` / ``contains``.
+/ ``isLessThan`` / ``major`` / ``minor`` / ``patch``, the standard
+``matches`` / ``startsWith`` / ``endsWith`` / ``contains``, the regex
+library's ``find`` / ``findAll``, and the libraries the base environment
+enables for stored selectors: cel-go's sets extension and two-variable
+comprehensions, Kubernetes' lists, IP, CIDR and URL libraries, the strings
+extension's ``format`` and ``strings.quote`` (``dra_cel_lists``,
+``dra_cel_net``, ``dra_cel_urls``, ``dra_cel_format``, ``dra_cel_syntax``).
 
 Expressions are parsed with cel-python (``celpy``).  The forms drivers and
 users write are then evaluated for every device at once: each comparison,
@@ -36,11 +41,13 @@ grammar plus the optional productions and its values evaluated by
 capacity domain compiles to a column like ``x.f`` (an optional per distinct
 value), with ``hasValue()``, ``value()`` and ``orValue(c)`` on it.
 
-cel-python has no type checker; :func:`check_types` stands in for the API
-server's on load: with the device's declared types (``driver`` string,
-``allowMultipleAllocations`` bool, capacity values quantities, attribute
-values dynamic) it refuses a result that is not bool and operators or
-functions no overload takes (``device.driver == 1``).
+cel-python has no type checker; ``dra_cel_types.check_types`` stands in
+for the API server's on load: with the device's declared types (``driver`` string,
+``allowMultipleAllocations`` bool, capacity values ``kubernetes.Quantity``,
+attribute values ``any``: any type to an overload, a type of its own to the
+homogeneous-literal validator, so ``[attr, "x"]`` is refused) it refuses a
+result that is not bool and operators or functions no overload takes
+(``device.driver == 1``), with cel-go's words and type names.
 """
 
 from __future__ import annotations
@@ -56,7 +63,19 @@ from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.parsing.quantity import parse_quantity
 from tensorsched.framework.parsing.semver import Semver, parse_semver
 
-from .dra_cel_values import NONE, CelOptional, cel_equal
+from .dra_cel_format import format_string, quote
+from .dra_cel_lists import LIST_METHODS, SET_FUNCTIONS
+from .dra_cel_net import NET_FUNCTIONS, NET_METHODS
+from .dra_cel_urls import URL_FUNCTIONS, URL_METHODS
+from .dra_cel_values import (
+    NONE,
+    TWO_VARIABLE_MACROS,
+    CelOptional,
+    CelRuntimeError,
+    Quantity,
+    cel_equal,
+    type_name,
+)
 from .dra_cel_values import is_cel_number as _numeric
 
 __all__ = [
@@ -65,7 +84,6 @@ __all__ = [
     "DeviceValues",
     "CompiledSelector",
     "compile_selector",
-    "check_types",
     "reference_matches",
     "BoolColumn",
     "CelOptional",
@@ -81,45 +99,10 @@ class CelError(TensorschedError):
     """A CEL expression that does not compile (``compile_selector``)."""
 
 
-class _EvalError(Exception):
-    """A runtime error of one evaluation (becomes an error entry)."""
-
-
-# --------------------------------------------------------------------------
-# values of Kubernetes' CEL library
-
-
-@dataclass(frozen=True)
-class Quantity:
-    """A ``resource.Quantity`` value in CEL (exact)."""
-
-    value: Fraction
-
-    def compare(self, other: Quantity) -> int:
-        return (self.value > other.value) - (self.value < other.value)
-
-
+#: a runtime error of one evaluation (becomes an error entry)
+_EvalError = CelRuntimeError
+_type_name = type_name
 _ABSENT = object()  # a device value that is not there (no such key)
-
-
-def _type_name(v) -> str:
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, int):
-        return "int"
-    if isinstance(v, float):
-        return "double"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, Semver):
-        return "kubernetes.Semver"
-    if isinstance(v, Quantity):
-        return "kubernetes.Quantity"
-    if isinstance(v, (tuple, list)):
-        return "list"
-    if isinstance(v, CelOptional):
-        return "optional_type"
-    return type(v).__name__
 
 
 _ORDER = {
@@ -270,6 +253,33 @@ def _join(items, *sep):
     return (_string(sep[0], "join") if sep else "").join(_string(x, "join") for x in items)
 
 
+def _find(s, pattern) -> str:
+    """Kubernetes' regex library: the leftmost match, "" when none."""
+    m = _regex(_string(pattern, "find")).search(_string(s, "find"))
+    return m.group(0) if m else ""
+
+
+def _find_all(s, pattern, *limit) -> tuple:
+    """Kubernetes' regex library: successive non-overlapping matches (at
+    most ``limit`` when it is >= 0), an empty match right after the
+    previous match left out, as Go's ``FindAllString`` has them."""
+    text, rx = _string(s, "findAll"), _regex(_string(pattern, "findAll"))
+    n = _int(limit[0], "findAll") if limit else -1
+    out: list[str] = []
+    pos, prev_end = 0, -1
+    while pos <= len(text) and (n < 0 or len(out) < n):
+        m = rx.search(text, pos)
+        if m is None:
+            break
+        if m.start() == m.end() == prev_end:
+            pos = m.end() + 1           # empty, right after a match: skipped
+            continue
+        out.append(m.group(0))
+        prev_end = m.end()
+        pos = m.end() if m.end() > m.start() else m.end() + 1
+    return tuple(out)
+
+
 def _ascii_case(s, fn: str, upper: bool) -> str:
     s = _string(s, fn)
     return "".join((c.upper() if upper else c.lower()) if c.isascii() else c for c in s)
@@ -320,9 +330,26 @@ METHODS = {
     "replace": _replace,
     "split": _split,
     "substring": _substring,
-    "indexOf": _index_of,
-    "lastIndexOf": lambda s, sub, *o: _index_of(s, sub, *o, last=True),
+    # on a string the strings extension's, on a list the lists library's
+    "indexOf": lambda s, sub, *o: (LIST_METHODS["indexOf"](s, sub, *o)
+                                   if isinstance(s, (tuple, list)) else _index_of(s, sub, *o)),
+    "lastIndexOf": lambda s, sub, *o: (LIST_METHODS["lastIndexOf"](s, sub, *o)
+                                       if isinstance(s, (tuple, list))
+                                       else _index_of(s, sub, *o, last=True)),
+    # Kubernetes' lists library
+    "isSorted": LIST_METHODS["isSorted"],
+    "sum": LIST_METHODS["sum"],
+    "min": LIST_METHODS["min"],
+    "max": LIST_METHODS["max"],
+    # Kubernetes' IP, CIDR and URL libraries
+    **NET_METHODS,
+    **URL_METHODS,
     "charAt": _char_at,
+    # the strings extension at version 2 (format: dra_cel_format)
+    "format": format_string,
+    # Kubernetes' regex library
+    "find": _find,
+    "findAll": _find_all,
     "join": _join,
     # cel-go's optional library (orValue gives a receiver that is not
     # optional back unchanged, as cel-go's evaluation does)
@@ -335,6 +362,11 @@ FUNCTIONS = {
     "semver": _make_semver,
     "isQuantity": lambda t: _is_valid(_make_quantity, t),
     "isSemver": lambda t: _is_valid(_make_semver, t),
+    # cel-go's sets extension
+    **SET_FUNCTIONS,
+    "strings.quote": quote,
+    **NET_FUNCTIONS,
+    **URL_FUNCTIONS,
 }
 
 
@@ -342,7 +374,7 @@ FUNCTIONS = {
 # parsing (cel-python's grammar) into a small tree we can compile
 
 
-def _celpy():
+def celpy_module():
     try:
         import celpy
     except ImportError:  # pragma: no cover - a packaging problem, reported clearly
@@ -354,7 +386,7 @@ def _celpy():
 
 @lru_cache(maxsize=1)
 def _environment():
-    celpy = _celpy()
+    celpy = celpy_module()
     # the optional forms (cel-go's optional library) on cel-python: a module
     # that needs cel-python, so imported once it is known to be there
     from .dra_cel_syntax import OptionalRunner
@@ -362,16 +394,16 @@ def _environment():
     return celpy.Environment(runner_class=OptionalRunner)
 
 
-def _parse(text: str):
+def parse_expression(text: str):
     """cel-python's parse tree of ``text`` with the optional syntax
     (``dra_cel_syntax.parse``); celpy.CELParseError on a syntax error."""
-    _celpy()
+    celpy_module()
     from .dra_cel_syntax import parse
 
     return parse(text)
 
 
-_CHAIN = {
+CHAIN_RULES = {
     "expr",
     "conditionalor",
     "conditionaland",
@@ -382,7 +414,7 @@ _CHAIN = {
     "member",
     "primary",
 }
-_REL = {
+RELATIONS = {
     "relation_eq": "==",
     "relation_ne": "!=",
     "relation_lt": "<",
@@ -395,18 +427,18 @@ _REL = {
 
 #: CEL's comprehension macros (``list.exists(x, ...)``): their first
 #: argument names a variable
-_MACROS = ("all", "exists", "exists_one", "map", "filter", "optMap", "optFlatMap")
+MACROS = ("all", "exists", "exists_one", "map", "filter", "optMap", "optFlatMap")
 
 
-class _Opaque(Exception):
+class Opaque(Exception):
     """A form the column compiler does not know (cel-python evaluates it)."""
 
 
-def _literal(token):
+def literal_value(token):
     """A literal token's value (cel-python's own evaluation)."""
     import lark
 
-    celpy = _celpy()
+    celpy = celpy_module()
     tree = lark.Tree("literal", [token])
     for name in (
         "primary",
@@ -438,18 +470,18 @@ def _from_cel(value, celpy):
         return value
     if value is None:
         return None
-    raise _Opaque(type(value).__name__)
+    raise Opaque(type(value).__name__)
 
 
 def _translate(node, bound: frozenset):
-    """lark tree -> nested tuples (see ``_Compiler``); raises _Opaque for
+    """lark tree -> nested tuples (see ``_Compiler``); raises Opaque for
     forms outside the compiled subset, CelError for undeclared names."""
     import lark
 
-    while isinstance(node, lark.Tree) and node.data in _CHAIN and len(node.children) == 1:
+    while isinstance(node, lark.Tree) and node.data in CHAIN_RULES and len(node.children) == 1:
         node = node.children[0]
     if not isinstance(node, lark.Tree):
-        raise _Opaque(str(node))
+        raise Opaque(str(node))
     d, ch = node.data, node.children
     if d == "conditionalor":
         return ("or", _translate(ch[0], bound), _translate(ch[1], bound))
@@ -459,16 +491,16 @@ def _translate(node, bound: frozenset):
         op_node, rhs = ch
         return (
             "cmp",
-            _REL[op_node.data],
+            RELATIONS[op_node.data],
             _translate(op_node.children[0], bound),
             _translate(rhs, bound),
         )
     if d == "unary":
         if ch[0].data == "unary_not":
             return ("not", _translate(ch[1], bound))
-        raise _Opaque("unary")
+        raise Opaque("unary")
     if d == "literal":
-        return ("lit", _literal(ch[0]))
+        return ("lit", literal_value(ch[0]))
     if d == "paren_expr":
         return _translate(ch[0], bound)
     if d == "list_lit":
@@ -479,7 +511,7 @@ def _translate(node, bound: frozenset):
         if name == "device":
             return ("device",)
         if name in bound:
-            raise _Opaque("bound variable")
+            raise Opaque("bound variable")
         raise CelError(
             f"compilation failed: ERROR: <input>:{ch[0].line}:{ch[0].column}: "
             f"undeclared reference to '{name}' (in container '')"
@@ -488,7 +520,7 @@ def _translate(node, bound: frozenset):
         name = str(ch[0])
         args = tuple(_translate(a, bound) for a in (ch[1].children if len(ch) > 1 else ()))
         if name in FUNCTIONS and not _takes(FUNCTIONS[name], len(args)):
-            raise _Opaque(name)
+            raise Opaque(name)
         return ("call", name, None, args)
     if d == "member_dot":
         target = _translate(ch[0], bound)
@@ -500,20 +532,20 @@ def _translate(node, bound: frozenset):
                 return ("leaf", ("multi",))
             if field in ("attributes", "capacity"):
                 return ("map", field)
-            raise _Opaque(f"device.{field}")
+            raise Opaque(f"device.{field}")
         if target[0] == "domain":
             return ("leaf", (target[1], f"{target[2]}/{field}"))
-        raise _Opaque("member")
+        raise Opaque("member")
     if d == "member_index":
         target = _translate(ch[0], bound)
         key = _translate(ch[1], bound)
         if key[0] != "lit" or not isinstance(key[1], str):
-            raise _Opaque("index")
+            raise Opaque("index")
         if target[0] == "map":
             return ("domain", "attr" if target[1] == "attributes" else "cap", key[1])
         if target[0] == "domain":
             return ("leaf", (target[1], f"{target[2]}/{key[1]}"))
-        raise _Opaque("index")
+        raise Opaque("index")
     if d in ("member_dot_opt", "member_index_opt"):
         # x.?f / x[?"f"] on one attribute or capacity domain: an optional
         # leaf (none where the device has no such value)
@@ -523,32 +555,32 @@ def _translate(node, bound: frozenset):
         else:
             key = _translate(ch[1], bound)
             if key[0] != "lit" or not isinstance(key[1], str):
-                raise _Opaque("index")
+                raise Opaque("index")
             field = key[1]
         if target[0] == "domain":
             return ("optleaf", (target[1], f"{target[2]}/{field}"))
-        raise _Opaque("optional selection")
+        raise Opaque("optional selection")
     if d == "member_dot_arg":
         target_node, method = ch[0], str(ch[1])
         args_node = ch[2] if len(ch) > 2 else None
         if method == "bind" and _is_ident(target_node, "cel") and args_node is not None:
             # cel.bind(name, init, body): fine for cel-python, not compiled here;
             # still check the body for undeclared names
-            name = _ident_name(args_node.children[0])
+            name = ident_name(args_node.children[0])
             for sub in args_node.children[1:]:
                 _check_names(sub, bound | {name})
-            raise _Opaque("cel.bind")
-        if method in _MACROS:
-            raise _Opaque(method)       # binds a variable: cel-python evaluates it
+            raise Opaque("cel.bind")
+        if method in MACROS or is_two_variable(method, args_node):
+            raise Opaque(method)       # binds a variable: cel-python evaluates it
         target = _translate(target_node, bound)
         args = tuple(_translate(a, bound) for a in (args_node.children if args_node else ()))
         if method in METHODS and not _takes(METHODS[method], 1 + len(args)):
-            raise _Opaque(method)
+            raise Opaque(method)
         return ("call", method, target, args)
-    raise _Opaque(d)
+    raise Opaque(d)
 
 
-def _expand_binds(tree):
+def expand_binds(tree):
     """``cel.bind(x, init, body)`` (cel-go's bindings extension, which
     Kubernetes enables) -> ``body`` with ``(init)`` for every ``x``; neither
     cel-python nor our compiler knows the macro."""
@@ -582,22 +614,29 @@ def _expand_binds(tree):
         ):
             var, init, body = node.children[2].children
             return lark.Tree(
-                "primary", [lark.Tree("paren_expr", [substitute(body, _ident_name(var), init)])]
+                "primary", [lark.Tree("paren_expr", [substitute(body, ident_name(var), init)])]
             )
         return node
 
     return visit(tree)
 
 
+def is_two_variable(method: str, args_node) -> bool:
+    """Whether ``x.method(args)`` is one of cel-go's two-variable
+    comprehensions (``all(i, v, p)``, ``transformMap(k, v, f, t)``, ...)."""
+    return args_node is not None and len(args_node.children) in \
+        TWO_VARIABLE_MACROS.get(method, ())
+
+
 def _is_ident(node, name: str) -> bool:
     import lark
 
-    while isinstance(node, lark.Tree) and node.data in _CHAIN and len(node.children) == 1:
+    while isinstance(node, lark.Tree) and node.data in CHAIN_RULES and len(node.children) == 1:
         node = node.children[0]
     return isinstance(node, lark.Tree) and node.data == "ident" and str(node.children[0]) == name
 
 
-def _ident_name(node) -> str:
+def ident_name(node) -> str:
     import lark
 
     while isinstance(node, lark.Tree) and len(node.children) == 1 and node.data != "ident":
@@ -653,14 +692,20 @@ def _check_names(node, bound) -> None:
     if node.data == "member_dot_arg" and len(node.children) > 2:
         method = str(node.children[1])
         args = node.children[2].children
-        if method in _MACROS and args:
+        if is_two_variable(method, node.children[2]):
+            names = [_macro_variable(method, a) for a in args[:2]]
+            _check_names(node.children[0], bound)
+            for a in args[2:]:
+                _check_names(a, bound | set(names))
+            return
+        if method in MACROS and args:
             var = _macro_variable(method, args[0])
             _check_names(node.children[0], bound)
             for a in args[1:]:
                 _check_names(a, bound | {var})
             return
         if method == "bind" and _is_ident(node.children[0], "cel") and args:
-            var = _ident_name(args[0])
+            var = ident_name(args[0])
             for a in args[1:]:
                 _check_names(a, bound | {var})
             return
@@ -805,7 +850,7 @@ class _Evaluator:
             return tuple(self.const(x) for x in node[1])
         if kind == "call" and node[2] is None and node[1] in FUNCTIONS:
             return FUNCTIONS[node[1]](*[self.const(a) for a in node[3]])
-        raise _Opaque(kind)
+        raise Opaque(kind)
 
     def unary(self, node):
         """(ids, f) for a node that reads exactly one leaf: f maps a leaf value
@@ -828,6 +873,20 @@ class _Evaluator:
             args = [self.const(a) for a in node[3]]
             fn = METHODS[node[1]]
             return key, lambda v: fn(inner(v), *args)
+        if kind == "call" and node[2] is None and node[1] in FUNCTIONS:
+            # a global function of one device value and constants
+            # (``sets.contains(attr, ["a"])``, ``quantity(attr)``)
+            reading = [i for i, a in enumerate(node[3]) if _reads_device(a)]
+            if len(reading) == 1:
+                (at,) = reading
+                key, inner = self.unary(node[3][at])
+                args = [None if i == at else self.const(a) for i, a in enumerate(node[3])]
+                fn = FUNCTIONS[node[1]]
+
+                def call(v, at=at, args=args, fn=fn, inner=inner):
+                    return fn(*args[:at], inner(v), *args[at + 1:])
+
+                return key, call
         if kind == "cmp":
             op, lhs, rhs = node[1], node[2], node[3]
             if _reads_device(lhs) and not _reads_device(rhs):
@@ -838,7 +897,7 @@ class _Evaluator:
                 key, inner = self.unary(rhs)
                 c = self.const(lhs)
                 return key, _cmp_fn(op, inner, c, left=False)
-        raise _Opaque(kind)
+        raise Opaque(kind)
 
     def boolean(self, node) -> BoolColumn:
         kind = node[0]
@@ -930,21 +989,21 @@ def _leaves_of(node, out: set) -> bool:
 def compile_selector(expression: str) -> CompiledSelector:
     """Parse and check ``expression``; CelError (upstream's wording) when it
     does not compile."""
-    celpy = _celpy()
+    celpy = celpy_module()
     env = _environment()
     try:
-        tree = _parse(expression)
+        tree = parse_expression(expression)
     except celpy.CELParseError as exc:
         raise CelError(f"compilation failed: ERROR: <input>: Syntax error: {exc}") from None
     _check_names(tree, frozenset())
-    tree = _expand_binds(tree)
+    tree = expand_binds(tree)
     program = env.program(tree, functions=_celpy_functions())
     try:
         ours = _translate(tree, frozenset())
         if ours[0] == "lit" and not isinstance(ours[1], bool):
             raise CelError(f"must evaluate to bool or the unknown type, not {_type_name(ours[1])}")
-        _Evaluator(DeviceValues(0, {}, None)).boolean(ours)  # raises _Opaque early
-    except _Opaque:
+        _Evaluator(DeviceValues(0, {}, None)).boolean(ours)  # raises Opaque early
+    except Opaque:
         ours = None
     leaves: set = set()
     known = _leaves_of(ours, leaves) if ours is not None else _tree_leaves(tree, leaves)
@@ -968,7 +1027,7 @@ def _tree_leaves(tree, out: set) -> bool:
                 if t[0] in ("leaf", "optleaf"):
                     out.add(t[1])
                     return
-            except (_Opaque, CelError):
+            except (Opaque, CelError):
                 pass
         if node.data == "ident" and str(node.children[0]) == "device":
             ok = False
@@ -985,12 +1044,16 @@ def _tree_leaves(tree, out: set) -> bool:
 
 @lru_cache(maxsize=1)
 def _celpy_functions():
-    celpy = _celpy()
+    celpy = celpy_module()
     t = celpy.celtypes
 
     def native(v):
         if isinstance(v, CelOptional):
             return CelOptional(native(v.value)) if v.has_value else v
+        if isinstance(v, t.MapType):
+            return {native(k): native(x) for k, x in v.items()}
+        if hasattr(type(v), "CEL_TYPE"):
+            return v                    # a library's value (net.IP, net.CIDR)
         return (
             _from_cel(v, celpy)
             if not isinstance(v, (Quantity, Semver, t.ListType, tuple))
@@ -1006,7 +1069,7 @@ def _celpy_functions():
                 r = fn(*[native(a) for a in args])
             except _EvalError as exc:
                 return celpy.CELEvalError(str(exc))  # an error value: && / || may absorb it
-            except _Opaque as exc:
+            except Opaque as exc:
                 return celpy.CELEvalError(f"no such overload for {exc}")
             return _to_cel(r, celpy)
 
@@ -1027,6 +1090,15 @@ def _celpy_functions():
         return in_list(a, b)
 
     funcs["_in_"] = member
+    to_string = celpy.evaluation.base_functions["string"]
+
+    def string(v):
+        # string(ip) / string(cidr): the libraries' overloads
+        if getattr(type(v), "CEL_TYPE", None) in ("net.IP", "net.CIDR"):
+            return t.StringType(str(v))
+        return to_string(v)
+
+    funcs["string"] = string
     for op, name in (("<", "_<_"), ("<=", "_<=_"), (">", "_>_"), (">=", "_>=_")):
         funcs[name] = wrap(lambda a, b, op=op: cel_order(op, a, b))
     from .dra_cel_syntax import optional_functions    # cel-python is there (see above)
@@ -1047,13 +1119,15 @@ def _to_cel(v, celpy):
         return t.StringType(v)
     if isinstance(v, (tuple, list)):
         return t.ListType([_to_cel(x, celpy) for x in v])
+    if isinstance(v, dict):
+        return t.MapType({_to_cel(k, celpy): _to_cel(x, celpy) for k, x in v.items()})
     if isinstance(v, CelOptional) and v.has_value:
         return CelOptional(_to_cel(v.value, celpy))
     return v  # Quantity, Semver: opaque to cel-python, handled by our functions
 
 
 def _activation(driver: str, multi: bool, attrs: dict, caps: dict):
-    celpy = _celpy()
+    celpy = celpy_module()
     t = celpy.celtypes
 
     class DomainMap(t.MapType):
@@ -1084,7 +1158,7 @@ def _activation(driver: str, multi: bool, attrs: dict, caps: dict):
 
 def _run_program(program, device) -> bool:
     """Evaluate with cel-python; True/False, or _EvalError."""
-    celpy = _celpy()
+    celpy = celpy_module()
     driver, multi, attrs, caps = device
     try:
         result = program.evaluate(_activation(driver, multi, attrs, caps))
@@ -1118,508 +1192,3 @@ def reference_matches(expression: str, driver: str, multi: bool, attrs: dict, ca
         return _run_program(sel.program, (driver, multi, attrs, caps))
     except _EvalError as exc:
         raise ValueError(str(exc)) from None
-
-
-# --------------------------------------------------------------------------
-# static types (what the API server's type checker refuses on create)
-#
-# Kubernetes declares ``device.driver`` a string, ``allowMultipleAllocations``
-# a bool, attribute values dynamic (known only at run time) and capacity
-# values quantities, and checks every call against the overloads it knows.
-# cel-python has no checker, so a selector such as ``device.driver == 1`` would
-# otherwise load and match no device.  The check below infers the types the
-# expression makes statically known and refuses only what no overload accepts
-# there; anything it cannot type is ``dyn`` and passes, as in cel-go.
-
-_DYN = "dyn"
-_NUMERIC = ("int", "uint", "double")
-#: the device's maps: the API's declared types, in cel-go's spelling
-_ATTRS = "map(string, map(string, dyn))"
-_CAPS = "map(string, map(string, quantity))"
-_ATTR_DOMAIN = "map(string, dyn)"
-_CAP_DOMAIN = "map(string, quantity)"
-_LITERAL_TYPES = {
-    "INT_LIT": "int",
-    "UINT_LIT": "uint",
-    "FLOAT_LIT": "double",
-    "STRING_LIT": "string",
-    "MLSTRING_LIT": "string",
-    "BYTES_LIT": "bytes",
-    "MLBYTES_LIT": "bytes",
-    "BOOL_LIT": "bool",
-    "NULL_LIT": "null_type",
-}
-#: receiver methods: name -> overloads (receiver, argument types, result)
-_METHOD_TYPES = {
-    "matches": [("string", ("string",), "bool")],
-    "startsWith": [("string", ("string",), "bool")],
-    "endsWith": [("string", ("string",), "bool")],
-    "contains": [("string", ("string",), "bool")],
-    "size": [(t, (), "int") for t in ("string", "bytes", "list", "map")],
-    "lowerAscii": [("string", (), "string")],
-    "upperAscii": [("string", (), "string")],
-    "trim": [("string", (), "string")],
-    "replace": [("string", ("string", "string"), "string"),
-                ("string", ("string", "string", "int"), "string")],
-    "split": [("string", ("string",), "list"), ("string", ("string", "int"), "list")],
-    "substring": [("string", ("int",), "string"), ("string", ("int", "int"), "string")],
-    # strings extension on strings; Kubernetes' lists library on lists
-    "indexOf": [("string", ("string",), "int"), ("string", ("string", "int"), "int"),
-                ("list", (_DYN,), "int")],
-    "lastIndexOf": [("string", ("string",), "int"), ("string", ("string", "int"), "int"),
-                    ("list", (_DYN,), "int")],
-    "charAt": [("string", ("int",), "string")],
-    "join": [("list", (), "string"), ("list", ("string",), "string")],
-    "compareTo": [("quantity", ("quantity",), "int"), ("semver", ("semver",), "int")],
-    "isGreaterThan": [("quantity", ("quantity",), "bool"), ("semver", ("semver",), "bool")],
-    "isLessThan": [("quantity", ("quantity",), "bool"), ("semver", ("semver",), "bool")],
-    "isInteger": [("quantity", (), "bool")],
-    "asInteger": [("quantity", (), "int")],
-    "asApproximateFloat": [("quantity", (), "double")],
-    "sign": [("quantity", (), "int")],
-    "add": [("quantity", ("quantity",), "quantity"), ("quantity", ("int",), "quantity")],
-    "sub": [("quantity", ("quantity",), "quantity"), ("quantity", ("int",), "quantity")],
-    "major": [("semver", (), "int")],
-    "minor": [("semver", (), "int")],
-    "patch": [("semver", (), "int")],
-}
-#: global functions: name -> overloads (argument types, result)
-_FUNCTION_TYPES = {
-    "quantity": [(("string",), "quantity")],
-    "isQuantity": [(("string",), "bool")],
-    "semver": [(("string",), "semver"), (("string", "bool"), "semver")],
-    "isSemver": [(("string",), "bool"), (("string", "bool"), "bool")],
-    "size": [((t,), "int") for t in ("string", "bytes", "list", "map")],
-}
-_ARITHMETIC = {
-    "addition_add": ("_+_", ("int", "uint", "double", "string", "bytes", "list")),
-    "addition_sub": ("_-_", ("int", "uint", "double")),
-    "multiplication_mul": ("_*_", ("int", "uint", "double")),
-    "multiplication_div": ("_/_", ("int", "uint", "double")),
-    "multiplication_mod": ("_%_", ("int", "uint")),
-}
-_ORDERED = ("int", "uint", "double", "string", "bytes", "bool", "timestamp", "duration")
-
-
-def _family(t: str) -> str:
-    """A type's kind for overload matching: every map is a map, every list
-    a list, every optional an optional."""
-    return t.split("(", 1)[0] if t.startswith(("map(", "list(", "optional_type(")) else t
-
-
-def _element(t: str) -> str:
-    """The element type of ``list(T)``, else dyn."""
-    return t[5:-1] if t.startswith("list(") else _DYN
-
-
-def _optional_of(t: str) -> str:
-    return f"optional_type({t})"
-
-
-def _unwrap_optional(t: str) -> tuple[str, bool]:
-    """(T, True) for ``optional_type(T)``, else (t, False)."""
-    if t.startswith("optional_type("):
-        return t[len("optional_type("):-1], True
-    return t, False
-
-
-def _map_value(t: str) -> str:
-    """The value type of a map type (dyn when not spelled out)."""
-    if t == _ATTRS:
-        return _ATTR_DOMAIN
-    if t == _CAPS:
-        return _CAP_DOMAIN
-    if t == _CAP_DOMAIN:
-        return "quantity"
-    return _DYN
-
-
-def _params(t: str) -> list[str]:
-    """The parameters of ``name(A, B)`` (nested ones kept whole)."""
-    inner = t[t.index("(") + 1:-1] if "(" in t else ""
-    out, depth, start = [], 0, 0
-    for i, c in enumerate(inner):
-        depth += (c == "(") - (c == ")")
-        if c == "," and depth == 0:
-            out.append(inner[start:i].strip())
-            start = i + 1
-    if inner:
-        out.append(inner[start:].strip())
-    return out
-
-
-def _alike(a: str, b: str) -> bool:
-    """Whether two static types may be one type: equal where both are known
-    (dyn, this checker's unknown, is alike to anything)."""
-    if a == b or _DYN in (a, b):
-        return True
-    if _family(a) != _family(b) or "(" not in a or "(" not in b:
-        return False
-    pa, pb = _params(a), _params(b)
-    return len(pa) == len(pb) and all(_alike(x, y) for x, y in zip(pa, pb))
-
-
-def _fits(actual: str, expected: str) -> bool:
-    return actual == _DYN or expected == _DYN or _family(actual) == _family(expected)
-
-
-#: methods of cel-go's optional library: name -> (receiver kind, arguments)
-_OPTIONAL_METHODS = {"hasValue": 0, "value": 0, "orValue": 1, "or": 1}
-#: comprehension macros whose body is a condition: the operator it feeds
-_CONDITION_MACROS = {"all": "_&&_", "exists": "_||_", "exists_one": "_?_:_",
-                     "filter": "_?_:_"}
-
-
-class _TypeChecker:
-    """Infers static types over cel-python's parse tree of ``text``; raises
-    CelError with cel-go's wording where no overload accepts the operands.
-    ``bound`` maps the variables in scope (macro variables) to their types."""
-
-    def __init__(self, text: str):
-        self.text = text
-
-    def _where(self, pos: int) -> str:
-        line = self.text.count("\n", 0, pos) + 1
-        column = pos - (self.text.rfind("\n", 0, pos) + 1) + 1
-        return f"<input>:{line}:{column}"
-
-    def _error(self, pos: int, message: str) -> None:
-        raise CelError(f"compilation failed: ERROR: {self._where(pos)}: {message}")
-
-    def _refuse(self, pos: int, name: str, args, receiver=None) -> None:
-        sig = "(" + ", ".join(args) + ")"
-        if receiver is not None:
-            sig = f"{receiver}.{sig}"
-        self._error(pos, f"found no matching overload for '{name}' applied to '{sig}'")
-
-    def _operator_pos(self, lhs, op: str) -> int:
-        """Where ``op`` follows the operand ``lhs`` (cel-go points at it)."""
-        start = getattr(lhs.meta, "end_pos", 0) if isinstance(lhs, _tree_class()) else 0
-        found = self.text.find(op, start)
-        return found if found >= 0 else start
-
-    def _position(self, node) -> int:
-        """Where cel-go locates an expression: a selection at its ``.``, a
-        call at its ``(``, anything else where it starts."""
-        import lark
-
-        while isinstance(node, lark.Tree) and node.data in _CHAIN and len(node.children) == 1:
-            node = node.children[0]
-        if not isinstance(node, lark.Tree):
-            return 0
-        if node.data in ("member_dot", "member_dot_opt"):
-            return self.text.rfind(".", 0, node.children[1].start_pos)
-        if node.data == "member_dot_arg":
-            return self.text.find("(", node.children[1].end_pos)
-        return getattr(node.meta, "start_pos", 0)
-
-    def type_of(self, node, bound: dict) -> str:
-        import lark
-
-        while isinstance(node, lark.Tree) and node.data in _CHAIN and len(node.children) == 1:
-            node = node.children[0]
-        if not isinstance(node, lark.Tree):
-            return _DYN
-        d, ch = node.data, node.children
-        if d == "literal":
-            return _LITERAL_TYPES.get(ch[0].type, _DYN)
-        if d == "paren_expr":
-            return self.type_of(ch[0], bound)
-        if d == "ident":
-            name = str(ch[0])
-            if name in bound:
-                return bound[name]
-            return "device" if name == "device" else _DYN
-        if d == "expr":                               # c ? a : b
-            cond, a, b = (self.type_of(c, bound) for c in ch)
-            if not _fits(cond, "bool"):
-                self._refuse(self._operator_pos(ch[0], "?"), "_?_:_", (cond, a, b))
-            return a if a == b else _DYN
-        if d in ("conditionalor", "conditionaland"):
-            op = "_||_" if d == "conditionalor" else "_&&_"
-            types = [self.type_of(c, bound) for c in ch]
-            if not all(_fits(t, "bool") for t in types):
-                self._refuse(self._operator_pos(ch[0], op[1:3]), op, types)
-            return "bool"
-        if d == "unary":
-            t = self.type_of(ch[1], bound)
-            if ch[0].data == "unary_not":
-                if not _fits(t, "bool"):
-                    self._refuse(node.meta.start_pos, "!_", (t,))
-                return "bool"
-            if t != _DYN and t not in ("int", "double"):
-                self._refuse(node.meta.start_pos, "-_", (t,))
-            return t
-        if d in ("relation", "addition", "multiplication"):
-            return self._binary(ch[0], ch[1], bound)
-        if d == "list_lit":
-            return self._list(ch[0].children if ch else (), bound)
-        if d == "map_lit":
-            return self._map(ch[0].children if ch else (), bound)
-        if d in ("member_dot", "member_dot_opt"):
-            target, optional = _unwrap_optional(self.type_of(ch[0], bound))
-            result = self._select(node, target, str(ch[1]))
-            return _optional_of(result) if optional or d == "member_dot_opt" else result
-        if d in ("member_index", "member_index_opt"):
-            target, optional = _unwrap_optional(self.type_of(ch[0], bound))
-            key = self.type_of(ch[1], bound)
-            result = self._index(node, target, key)
-            return _optional_of(result) if optional or d == "member_index_opt" else result
-        if d == "ident_arg":
-            return self._function(node, bound)
-        if d == "member_dot_arg":
-            return self._method(node, bound)
-        for c in ch:
-            self.type_of(c, bound)
-        return _DYN
-
-    def _select(self, node, target: str, field: str) -> str:
-        if target == "device":
-            return {"driver": "string", "allowMultipleAllocations": "bool",
-                    "attributes": _ATTRS, "capacity": _CAPS}.get(field, _DYN)
-        if _family(target) == "map":
-            return _map_value(target)
-        if target != _DYN:
-            self._error(self._position(node),
-                        f"type '{target}' does not support field selection")
-        return _DYN
-
-    def _index(self, node, target: str, key: str) -> str:
-        family = _family(target)
-        if family == "map":
-            params = _params(target)
-            if params and not _alike(params[0], key):
-                self._refuse(self._operator_pos(node.children[0], "["), "_[_]", (target, key))
-            return _map_value(target)
-        if family == "list":
-            if not _fits(key, "int"):
-                self._refuse(self._operator_pos(node.children[0], "["), "_[_]", (target, key))
-            return _element(target)
-        if target not in (_DYN, "device"):
-            self._refuse(self._operator_pos(node.children[0], "["), "_[_]", (target, key))
-        return _DYN
-
-    def _homogeneous(self, nodes, types) -> str:
-        """The one element type of a literal's entries (dyn when unknown);
-        cel-go's validator refuses a literal mixing known types."""
-        known = [(n, t) for n, t in zip(nodes, types) if t != _DYN]
-        if not known:
-            return _DYN
-        first = known[0][1]
-        for n, t in known[1:]:
-            if not _alike(t, first):
-                self._error(self._position(n), f"expected type '{first}' but found '{t}'")
-        return first if len(known) == len(types) else _DYN
-
-    def _unwrap_entry(self, node, t: str) -> str:
-        """The type of a ``?x`` entry's value (``x`` must be optional)."""
-        inner, optional = _unwrap_optional(t)
-        if not optional and t != _DYN:
-            self._error(self._position(node),
-                        f"expected type '{_optional_of(t)}' but found '{t}'")
-        return inner
-
-    def _list(self, items, bound) -> str:
-        import lark
-
-        nodes, types = [], []
-        for item in items:
-            if isinstance(item, lark.Tree) and item.data == "opt_elem":
-                item = item.children[0]
-                t = self._unwrap_entry(item, self.type_of(item, bound))
-            else:
-                t = self.type_of(item, bound)
-            nodes.append(item)
-            types.append(t)
-        return f"list({self._homogeneous(nodes, types)})"
-
-    def _map(self, items, bound) -> str:
-        import lark
-
-        keys, key_types, values, value_types = [], [], [], []
-        for key, value in zip(items[0::2], items[1::2]):
-            optional = isinstance(key, lark.Tree) and key.data == "opt_key"
-            if optional:
-                key = key.children[0]
-            keys.append(key)
-            key_types.append(self.type_of(key, bound))
-            t = self.type_of(value, bound)
-            values.append(value)
-            value_types.append(self._unwrap_entry(value, t) if optional else t)
-        k = self._homogeneous(keys, key_types)
-        v = self._homogeneous(values, value_types)
-        return f"map({k}, {v})"
-
-    def _function(self, node, bound) -> str:
-        ch = node.children
-        name = str(ch[0])
-        if name == "has":
-            return "bool"
-        arg_nodes = ch[1].children if len(ch) > 1 else ()
-        args = [self.type_of(a, bound) for a in arg_nodes]
-        pos = node.meta.start_pos
-        if name in ("optional.of", "optional.ofNonZeroValue") and len(args) == 1:
-            return _optional_of(args[0])
-        if name == "optional.none" and not args:
-            return _optional_of(_DYN)
-        if name == "optional.unwrap" and len(args) == 1:
-            return self._unwrap_list(pos, name, args[0], None)
-        overloads = _FUNCTION_TYPES.get(name)
-        if overloads is None:
-            return _DYN
-        return self._resolve(pos, name, args, None, [(None, a, r) for a, r in overloads])
-
-    def _unwrap_list(self, pos, name, t, receiver) -> str:
-        element, optional = _unwrap_optional(_element(t))
-        if t != _DYN and (_family(t) != "list" or not (optional or element == _DYN)):
-            if receiver is None:
-                self._refuse(pos, name, (t,))
-            self._refuse(pos, name, (), t)
-        return f"list({element})"
-
-    def _macro(self, node, method: str, bound) -> str:
-        target_node, args = node.children[0], node.children[2].children
-        target = self.type_of(target_node, bound)
-        var = _ident_name(args[0])
-        pos = self._position(node)
-        if method in ("optMap", "optFlatMap"):
-            inner, optional = _unwrap_optional(target)
-            if not optional and target != _DYN:
-                self._refuse(pos, "hasValue", (), target)
-            body = self.type_of(args[1], {**bound, var: inner})
-            if method == "optMap":
-                return _optional_of(body)
-            if _unwrap_optional(body)[1] or body == _DYN:
-                return body if body != _DYN else _optional_of(_DYN)
-            self._refuse(pos, "_?_:_", ("bool", body, _optional_of(_DYN)))
-        family = _family(target)
-        if family == "list":
-            element = _element(target)
-        elif family == "map":
-            element = target[4:].split(",", 1)[0] if target.startswith("map(") else _DYN
-        elif target in (_DYN,):
-            element = _DYN
-        else:
-            self._error(self._position(target_node),
-                        f"expression of type '{target}' cannot be range of a comprehension "
-                        "(must be list, map, or dynamic)")
-        body = self.type_of(args[1], {**bound, var: element})
-        op = _CONDITION_MACROS.get(method)
-        if op is not None and not _fits(body, "bool"):
-            if op == "_?_:_":
-                rest = ("int", "int") if method == "exists_one" else (f"list({element})",) * 2
-                self._refuse(pos, op, (body, *rest))
-            self._refuse(pos, op, ("bool", body))
-        if method == "map":
-            return f"list({body})"
-        if method == "filter":
-            return f"list({element})"
-        return "bool"
-
-    def _binary(self, op_node, rhs, bound) -> str:
-        lhs = op_node.children[0]
-        a, b = self.type_of(lhs, bound), self.type_of(rhs, bound)
-        kind = op_node.data
-        if kind in _REL.keys():
-            op = _REL[kind]
-            pos = self._operator_pos(lhs, op)
-            if op == "in":
-                e = _element(b)
-                if (b != _DYN and _family(b) not in ("list", "map")) or (
-                        _DYN not in (a, e) and a != e
-                        and not (a in _NUMERIC and e in _NUMERIC)):
-                    self._refuse(pos, "@in", (a, b))
-                return "bool"
-            if op in ("==", "!="):
-                if (_DYN not in (a, b) and "null_type" not in (a, b)
-                        and _family(a) != _family(b)
-                        and not (a in _NUMERIC and b in _NUMERIC)):
-                    self._refuse(pos, f"_{op}_", (a, b))
-                return "bool"
-            known = [t for t in (a, b) if t != _DYN]
-            if (any(t not in _ORDERED for t in known)
-                    or (len(known) == 2 and a != b
-                        and not (a in _NUMERIC and b in _NUMERIC))):
-                self._refuse(pos, f"_{op}_", (a, b))
-            return "bool"
-        name, allowed = _ARITHMETIC[kind]
-        pos = self._operator_pos(lhs, name[1])
-        known = [t for t in (a, b) if t != _DYN]
-        if any(_family(t) not in allowed for t in known) or (
-                len(known) == 2 and _family(a) != _family(b)):
-            self._refuse(pos, name, (a, b))
-        return known[0] if known else _DYN
-
-    def _method(self, node, bound) -> str:
-        target_node, method = node.children[0], str(node.children[1])
-        arg_nodes = node.children[2].children if len(node.children) > 2 else ()
-        if method in _MACROS and len(arg_nodes) == 2:
-            return self._macro(node, method, bound)
-        receiver = self.type_of(target_node, bound)
-        args = [self.type_of(a, bound) for a in arg_nodes]
-        pos = self._operator_pos(target_node, "." + method) + 1
-        if method in _OPTIONAL_METHODS and len(args) == _OPTIONAL_METHODS[method]:
-            return self._optional_method(pos, method, receiver, args)
-        if method in ("first", "last") and not args and _family(receiver) in ("list", _DYN):
-            return _optional_of(_element(receiver))
-        if method == "unwrapOpt" and not args:
-            return self._unwrap_list(pos, method, receiver, receiver)
-        overloads = _METHOD_TYPES.get(method)
-        if overloads is None:
-            return _DYN
-        return self._resolve(pos, method, args, receiver, overloads)
-
-    def _optional_method(self, pos, method, receiver, args) -> str:
-        inner, optional = _unwrap_optional(receiver)
-        if not optional and receiver != _DYN:
-            self._refuse(pos, method, args, receiver)
-        if method == "hasValue":
-            return "bool"
-        if method == "value":
-            return inner
-        (arg,) = args
-        if method == "or":
-            other, arg_optional = _unwrap_optional(arg)
-            if not arg_optional and arg != _DYN or not _fits(other, inner):
-                self._refuse(pos, method, args, receiver)
-            return receiver if other == inner else _optional_of(_DYN)
-        if not _fits(arg, inner):
-            self._refuse(pos, method, args, receiver)
-        return inner if inner != _DYN else _DYN
-
-    def _resolve(self, pos, name, args, receiver, overloads) -> str:
-        results = {
-            result
-            for recv, params, result in overloads
-            if len(params) == len(args)
-            and (recv is None or _fits(receiver, recv))
-            and all(_fits(a, p) for a, p in zip(args, params))
-        }
-        if not results:
-            self._refuse(pos, name, args, receiver)
-        return results.pop() if len(results) == 1 else _DYN
-
-
-def _tree_class():
-    import lark
-
-    return lark.Tree
-
-
-def check_types(expression: str) -> None:
-    """Refuse what Kubernetes' type checker refuses on create, for the types
-    this expression makes statically known: a result that is not bool, an
-    operator or function no overload of which takes the operands (e.g.
-    ``device.driver == 1``, ``device.capacity["d"].memory > 1``,
-    ``device.driver.isGreaterThan(quantity("1"))``).  Attribute values are
-    dynamic (their type is known only at run time) and never refused.
-    CelError (cel-go's wording) when refused; call after
-    :func:`compile_selector` accepted ``expression``."""
-    text = expression
-    try:
-        tree = _expand_binds(_parse(text))
-    except _celpy().CELParseError:
-        return  # a syntax error is compile_selector's to report
-    result = _TypeChecker(text).type_of(tree, {})
-    if result not in ("bool", _DYN):
-        raise CelError(f"must evaluate to bool or the unknown type, not {result}")

@@ -44,10 +44,10 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, Evaluator
 
-from .dra_cel_values import NONE, CelOptional
+from .dra_cel_values import NONE, TWO_VARIABLE_MACROS, CelOptional
 
 __all__ = ["parse", "OptionalEvaluator", "OptionalRunner", "optional_functions",
-           "OPTIONAL_GLOBALS", "OPTIONAL_MACROS"]
+           "OPTIONAL_GLOBALS", "OPTIONAL_MACROS", "NAMESPACED"]
 
 #: the optional productions cel-go's parser has (``member "." "?" IDENT``,
 #: ``member "[" "?" expr "]"``, ``?`` before a list element or a map key)
@@ -65,6 +65,10 @@ list_elems       : list_elem ("," list_elem)*
 
 #: ``optional.<name>(...)``: the library's global functions
 OPTIONAL_GLOBALS = ("of", "ofNonZeroValue", "none", "unwrap")
+#: namespaced global functions: namespace -> names (``sets.contains``: the
+#: sets extension's)
+NAMESPACED = {"optional": OPTIONAL_GLOBALS, "sets": ("contains", "equivalent", "intersects"),
+              "strings": ("quote",), "ip": ("isCanonical",)}
 #: receiver macros of the library (their first argument names a variable)
 OPTIONAL_MACROS = ("optMap", "optFlatMap")
 
@@ -90,7 +94,8 @@ def parse(text: str) -> lark.Tree:
     """``text`` as cel-python's parse tree, the optional forms as nodes of
     their own (``member_dot_opt``, ``member_index_opt``, ``opt_elem`` in a
     ``list_elems``, ``opt_key`` in ``mapinits``) and ``optional.of(x)`` as
-    the global call ``ident_arg("optional.of", ...)``; CELParseError (with
+    the global call ``ident_arg("optional.of", ...)`` (``sets.contains(a, b)``
+    likewise, ``NAMESPACED``); CELParseError (with
     cel-python's message) on a syntax error."""
     try:
         tree = _parser().parse(text)
@@ -111,16 +116,16 @@ def _normalize(node):
     if node.data == "list_elems" and not any(
             isinstance(c, lark.Tree) and c.data == "opt_elem" for c in children):
         return lark.Tree("exprlist", children, node.meta)
-    if node.data == "member_dot_arg" and str(children[1]) in OPTIONAL_GLOBALS:
+    if node.data == "member_dot_arg":
         target = children[0]
         while (isinstance(target, lark.Tree) and target.data in ("member", "primary")
                and len(target.children) == 1):
             target = target.children[0]
         if (isinstance(target, lark.Tree) and target.data == "ident"
-                and str(target.children[0]) == "optional"):
+                and str(children[1]) in NAMESPACED.get(str(target.children[0]), ())):
             tok = children[1]
-            name = lark.Token("IDENT", f"optional.{tok}", tok.start_pos, tok.line, tok.column,
-                              tok.end_line, tok.end_column, tok.end_pos)
+            name = lark.Token("IDENT", f"{target.children[0]}.{tok}", tok.start_pos, tok.line,
+                              tok.column, tok.end_line, tok.end_column, tok.end_pos)
             call = lark.Tree("ident_arg", [name, *children[2:]], node.meta)
             return lark.Tree("primary", [call], node.meta)
     return lark.Tree(node.data, children, node.meta)
@@ -261,10 +266,32 @@ def optional_functions(index) -> dict:
 
 #: CEL's comprehension macros (their range must be a list or a map)
 _COMPREHENSIONS = ("all", "exists", "exists_one", "map", "filter")
+
+
+def _pairs(target):
+    """(index, value) of a list, (key, value) of a map, as cel-go's
+    two-variable comprehensions range over them."""
+    if isinstance(target, celtypes.MapType):
+        return list(target.items())
+    return [(celtypes.IntType(i), v) for i, v in enumerate(target)]
+
+
+def _truth(v, macro: str):
+    """A predicate's value: a bool, an error (kept), else no such overload."""
+    if isinstance(v, (celtypes.BoolType, CELEvalError)):
+        return v
+    return CELEvalError(f"no such overload: {macro} predicate of type {_go_type(v)}")
 _GO_TYPES = {"BoolType": "types.Bool", "IntType": "types.Int", "UintType": "types.Uint",
              "DoubleType": "types.Double", "StringType": "types.String",
              "BytesType": "types.Bytes", "Quantity": "cel.Quantity", "Semver": "cel.Semver",
              "CelOptional": "*types.Optional", "NoneType": "types.Null"}
+
+
+def _macro_name(node) -> str:
+    """A macro variable's name (the names were checked on compile)."""
+    while isinstance(node, lark.Tree) and node.data != "ident":
+        node = node.children[0]
+    return str(node.children[0])
 
 
 def _go_type(v) -> str:
@@ -303,8 +330,82 @@ class OptionalEvaluator(Evaluator):
             return target
         return super().member_dot(tree)
 
+    def sub_evaluator(self, ast):
+        """Macro bodies are evaluated with the optional forms too."""
+        return OptionalEvaluator(ast=ast, activation=self.activation)
+
+    def _two_variable(self, tree, method: str):
+        """``range.all(i, v, p)`` and its kin (module doc of ``dra_cel``):
+        cel-go's rules, errors kept as values (``false && error`` is false)."""
+        args = tree.children[2].children
+        target = self.visit(tree.children[0])
+        if isinstance(target, CELEvalError):
+            return target
+        if not isinstance(target, (celtypes.ListType, celtypes.MapType)):
+            return CELEvalError(f"got '{_go_type(target)}', expected iterable type")
+        first, second = (_macro_name(a) for a in args[:2])
+        bodies = [self.sub_evaluator(a) for a in args[2:]]
+
+        def run(body, k, v):
+            return body.evaluate({first: k, second: v})
+
+        pairs = _pairs(target)
+        if method in ("all", "exists"):
+            decisive = method == "exists"       # the value that ends the loop
+            error = None
+            for k, v in pairs:
+                r = _truth(run(bodies[0], k, v), method)
+                if isinstance(r, CELEvalError):
+                    error = error or r
+                elif bool(r) == decisive:
+                    return celtypes.BoolType(decisive)
+            return error if error is not None else celtypes.BoolType(not decisive)
+        if method in ("existsOne", "exists_one"):
+            count = 0
+            for k, v in pairs:
+                r = _truth(run(bodies[0], k, v), method)
+                if isinstance(r, CELEvalError):
+                    return r
+                count += bool(r)
+            return celtypes.BoolType(count == 1)
+        *keep, transform = bodies
+        out = celtypes.ListType() if method == "transformList" else celtypes.MapType()
+        for k, v in pairs:
+            if keep:
+                r = _truth(run(keep[0], k, v), method)
+                if isinstance(r, CELEvalError):
+                    return r
+                if not r:
+                    continue
+            value = run(transform, k, v)
+            if isinstance(value, CELEvalError):
+                return value
+            if method == "transformList":
+                out.append(value)
+            elif method == "transformMap":
+                out[k] = value
+            else:
+                if not isinstance(value, celtypes.MapType):
+                    return CELEvalError(f"no such overload: cel.@mapInsert(map, {_go_type(value)})")
+                for key, item in value.items():
+                    if key in out:
+                        return CELEvalError(f"insert failed: key {key} already exists")
+                    out[key] = item
+        return out
+
     def member_dot_arg(self, tree):
         method = str(tree.children[1])
+        if len(tree.children) > 2 and len(tree.children[2].children) in \
+                TWO_VARIABLE_MACROS.get(method, ()):
+            return self._two_variable(tree, method)
+        if method == "min":
+            # Kubernetes' lists library (cel-python's own min is another)
+            target = self.visit(tree.children[0])
+            if isinstance(target, CELEvalError):
+                return target
+            args = [self.visit(a) for a in tree.children[2].children] \
+                if len(tree.children) > 2 else []
+            return self.method_eval(target, tree.children[1], args)
         if method in ("or", "orValue") and len(tree.children) > 2 \
                 and len(tree.children[2].children) == 1:
             lhs = self.visit(tree.children[0])

@@ -1,11 +1,40 @@
-"""The values CEL's optional library and equality work on, shared by the
-selector compiler (``dra_cel``) and the optional syntax's parser and
-evaluator (``dra_cel_syntax``), which each read them: kept apart so that
-neither module imports the other at load."""
+"""The values CEL works on beside cel-python's (optionals, quantities),
+their equality and type names, and the runtime error of one evaluation,
+shared by the selector compiler (``dra_cel``), the optional syntax's parser
+and evaluator (``dra_cel_syntax``) and the extension libraries
+(``dra_cel_lists``), which each read them: kept apart so that none of those
+modules imports another at load."""
 
 from __future__ import annotations
 
-__all__ = ["NONE", "CelOptional", "cel_equal", "is_cel_number"]
+from dataclasses import dataclass
+from fractions import Fraction
+
+from tensorsched.framework.parsing.semver import Semver
+
+__all__ = ["NONE", "TWO_VARIABLE_MACROS", "CelOptional", "CelRuntimeError", "Quantity", "cel_equal", "is_cel_number",
+           "type_name"]
+
+
+#: cel-go's two-variable comprehensions (Kubernetes' base environment from
+#: 1.32): macro -> the argument counts it takes (two variables first)
+TWO_VARIABLE_MACROS = {"all": (3,), "exists": (3,), "existsOne": (3,), "exists_one": (3,),
+                       "transformList": (3, 4), "transformMap": (3, 4),
+                       "transformMapEntry": (3, 4)}
+
+
+class CelRuntimeError(Exception):
+    """A runtime error of one evaluation (an error entry for the device)."""
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A ``resource.Quantity`` value in CEL (exact)."""
+
+    value: Fraction
+
+    def compare(self, other: Quantity) -> int:
+        return (self.value > other.value) - (self.value < other.value)
 
 
 def is_cel_number(v) -> bool:
@@ -15,7 +44,7 @@ def is_cel_number(v) -> bool:
 
 def cel_equal(a, b) -> bool:
     """Heterogeneous equality (cel-go): numbers compare by value, lists
-    element-wise, values of different types are unequal."""
+    element-wise, maps key by key, values of different types are unequal."""
     if is_cel_number(a) and is_cel_number(b):
         return a == b
     if isinstance(a, CelOptional) or isinstance(b, CelOptional):
@@ -26,6 +55,10 @@ def cel_equal(a, b) -> bool:
         return False
     if isinstance(a, (tuple, list)):
         return len(a) == len(b) and all(cel_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        # maps: the same keys, each key's values equal
+        return len(a) == len(b) and all(
+            any(cel_equal(k, j) and cel_equal(v, b[j]) for j in b) for k, v in a.items())
     return a == b
 
 
@@ -55,3 +88,32 @@ class CelOptional:
 
 #: ``optional.none()``
 NONE = CelOptional()
+
+
+def type_name(v) -> str:
+    """A value's CEL type name, as runtime errors print it (a library's
+    value class names its own, ``CEL_TYPE``)."""
+    named = getattr(type(v), "CEL_TYPE", None)
+    if named is not None:
+        return named
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int):
+        return "int"
+    if isinstance(v, float):
+        return "double"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, Semver):
+        return "kubernetes.Semver"
+    if isinstance(v, Quantity):
+        return "kubernetes.Quantity"
+    if isinstance(v, (tuple, list)):
+        return "list"
+    if isinstance(v, dict):
+        return "map"
+    if isinstance(v, CelOptional):
+        return "optional_type"
+    if v is None:
+        return "null_type"
+    return type(v).__name__

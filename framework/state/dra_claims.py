@@ -50,7 +50,8 @@ from tensorsched.framework.records.dra_records import (
 from tensorsched.framework.parsing.meta import invalid_value, parse_timestamp, source_of
 
 from .derived import StateKey
-from .dra_cel import CelError, check_types, compile_selector
+from .dra_cel import CelError, compile_selector
+from .dra_cel_types import check_types
 from .dra_in_use import DevicesInUse
 
 __all__ = ["ClaimEntry", "ClaimState", "DeviceID", "EXTENSION", "FINALIZER", "restore", "snapshot"]

@@ -142,3 +142,58 @@ def test_a_deleted_node_takes_its_devices_with_it():
     assert got["dra_devices"] == [3.0, 3.0, 0.0, 0.0]
     assert got["dra_devices_allocated"] == [1.0, 1.0, 0.0, 0.0]
     assert got["dra_alloc_pct"] == [100 / 3, 100 / 3, None, None]
+
+
+def _columns_all(sim):
+    table = sim.timeseries()
+    return {c: table.column(c).to_pylist() for c in table.column_names}
+
+
+def test_columns_appear_when_a_cluster_without_dra_objects_gets_slices():
+    """No DRA object when the simulation is made: the device columns start
+    once a node joins with slices, the rows before reading no device."""
+    sim = ts.Simulation([_node("n1")], backend="numpy", interval=10.0)
+    sim.add_node(_node("g1"), at=15, slices=[_slice("g1", 3)])
+    sim.run(until=30)
+    got = _columns_all(sim)
+    assert got["time"] == [10.0, 20.0, 30.0]
+    assert got["dra_devices"] == [0.0, 3.0, 3.0]
+    assert got["dra_devices_allocated"] == [0.0, 0.0, 0.0]
+    assert got["dra_alloc_pct"] == [None, 0.0, 0.0]
+    assert all(len(v) == 3 for v in got.values())
+
+
+def test_scenario_nodes_with_slices_bring_the_columns_after_the_callers():
+    sim = ts.Simulation([_node("n1")], backend="numpy", interval=10.0,
+                        metrics={"half": lambda cluster: 0.5})
+    sim.scenario({"steps": [{"at": 12, "addNodes": {"template": _node("gpu"), "count": 2,
+                                                     "slices": [_slice("gpu", 2)]}}]})
+    sim.run(until=30)
+    table = sim.timeseries()
+    assert table.column_names[-4:] == ["half", *DRA_COLUMNS]
+    got = _columns_all(sim)
+    assert got["time"] == [10.0, 20.0, 30.0]
+    assert got["dra_devices"] == [0.0, 4.0, 4.0]
+    assert got["dra_devices_allocated"] == [0.0, 0.0, 0.0]
+    assert got["dra_alloc_pct"] == [None, 0.0, 0.0]
+    assert got["half"] == [0.5] * 3
+
+
+def test_late_columns_survive_snapshot_and_restore():
+    sim = ts.Simulation([_node("n1")], backend="numpy", interval=10.0)
+    sim.add_node(_node("g1"), at=15, slices=[_slice("g1", 3)])
+    sim.run(until=30)
+    again = ts.Simulation.restore(sim.snapshot())
+    assert again.timeseries().equals(sim.timeseries())
+
+
+def test_a_table_read_between_samples_has_the_columns_once_slices_are_there():
+    sim = ts.Simulation([_node("n1")], backend="numpy", interval=10.0)
+    sim.run(until=10)
+    assert not set(DRA_COLUMNS) & set(sim.timeseries().column_names)
+    sim.add_node(_node("g1"), at=12, slices=[_slice("g1", 2)])
+    sim.run(until=15)
+    got = _columns_all(sim)
+    assert got["time"] == [10.0]
+    assert got["dra_devices"] == [0.0]
+    assert got["dra_alloc_pct"] == [None]

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from tensorsched.framework.parsing.dra import parse_resource_slice
 from tensorsched.framework.state.dra_cel import (
     CelError,
-    check_types,
     compile_selector,
     reference_matches,
 )
+from tensorsched.framework.state.dra_cel_types import check_types
 from tensorsched.framework.state.dra_devices import DeviceColumns
 
 DRIVER = "gpu.example.com"
@@ -357,19 +357,19 @@ def test_cel_bind_is_expanded(devs):
         ('device.driver in [1, "gpu"]', "1:22: expected type 'int' but found 'string'"),
         ('device.driver in "gpu"', r"'@in' applied to '\(string, string\)'"),
         # capacities are quantities: compared with their methods, not operators
-        (f'device.capacity["{DRIVER}"].memory >= 1', r"'_>=_' applied to '\(quantity, int\)'"),
+        (f'device.capacity["{DRIVER}"].memory >= 1', r"'_>=_' applied to '\(kubernetes.Quantity, int\)'"),
         (f'device.capacity["{DRIVER}"].memory == "40Gi"',
-         r"'_==_' applied to '\(quantity, string\)'"),
+         r"'_==_' applied to '\(kubernetes.Quantity, string\)'"),
         (f'device.capacity["{DRIVER}"].memory < quantity("1Gi")',
-         r"'_<_' applied to '\(quantity, quantity\)'"),
+         r"'_<_' applied to '\(kubernetes.Quantity, kubernetes.Quantity\)'"),
         # a function with a receiver or arguments no overload takes
         ('device.driver.isGreaterThan(quantity("1"))',
-         r"'isGreaterThan' applied to 'string.\(quantity\)'"),
+         r"'isGreaterThan' applied to 'string.\(kubernetes.Quantity\)'"),
         ('device.driver.startsWith(1)', r"'startsWith' applied to 'string.\(int\)'"),
         (f'device.capacity["{DRIVER}"].memory.startsWith("4")',
-         r"'startsWith' applied to 'quantity.\(string\)'"),
+         r"'startsWith' applied to 'kubernetes.Quantity.\(string\)'"),
         (f'device.capacity["{DRIVER}"].memory.isGreaterThan(semver("1.0.0"))',
-         r"'isGreaterThan' applied to 'quantity.\(semver\)'"),
+         r"'isGreaterThan' applied to 'kubernetes.Quantity.\(kubernetes.Semver\)'"),
         ('quantity(1).isInteger()', r"'quantity' applied to '\(int\)'"),
         ('device.driver + 1 == "a1"', r"'_\+_' applied to '\(string, int\)'"),
         ('!device.driver', r"'!_' applied to '\(string\)'"),
@@ -378,9 +378,9 @@ def test_cel_bind_is_expanded(devs):
         ('cel.bind(d, device.driver, d == 2)', r"'_==_' applied to '\(string, int\)'"),
         # the result must be bool
         ("device.driver", "must evaluate to bool or the unknown type, not string"),
-        (f'device.capacity["{DRIVER}"].memory', "not quantity"),
+        (f'device.capacity["{DRIVER}"].memory', "not kubernetes.Quantity"),
         ('device.driver.size()', "not int"),
-        (f'device.attributes["{DRIVER}"]', r"not map\(string, dyn\)"),
+        (f'device.attributes["{DRIVER}"]', r"not map\(string, google.protobuf.Any\)"),
     ],
 )
 def test_type_errors(expr, words):
@@ -480,11 +480,13 @@ def _two_devices():
      [False, True], False),
     ('[1, 2].first().value() == 1 && [1, 2].last() == optional.of(2) && '
      '![].first().hasValue()', [True, True], False),
-    (f'optional.unwrap([{D}.?model, optional.of("z")]).size() == 2', [True, False], False),
+    (f'optional.unwrap([{D}.?model, {D}.?model]).size() == 2', [True, False], False),
     (f'[{D}.?model, optional.none()].unwrapOpt().size() == 1', [True, False], False),
     # optional entries of list and map literals
-    (f'[?{D}.?model, "y"].size() == 2', [True, False], False),
-    (f'{{?"a": {D}.?model, "b": "c"}}.size() == 2', [True, False], False),
+    # entries of one type: orValue of an attribute's optional is an attribute value
+    (f'[?{D}.?model, {D}.?model.orValue("y")].size() == 2', [True, False], False),
+    (f'{{?"a": {D}.?model, "b": {D}.?model.orValue("c")}}.size() == 2', [True, False],
+     False),
     (f'{D}.?model == optional.none()', [False, True], False),
     # orValue's argument is evaluated only when needed
     (f'{D}.?index.orValue({D}.missing) >= 0', [True, True], False),
@@ -536,12 +538,12 @@ def test_optional_forms_evaluated_once_per_tuple_agree(devs, expr):
 @pytest.mark.parametrize("expr, words", [
     # an optional is not its value: methods and operators need value()/orValue()
     (f'{D}.?model.startsWith("N")',
-     r"'startsWith' applied to 'optional_type\(dyn\)\.\(string\)'"),
-    (f'{D}.?model == "x"', r"'_==_' applied to '\(optional_type\(dyn\), string\)'"),
+     r"'startsWith' applied to 'optional_type\(any\)\.\(string\)'"),
+    (f'{D}.?model == "x"', r"'_==_' applied to '\(optional_type\(any\), string\)'"),
     ('device.driver.hasValue()', r"'hasValue' applied to 'string.\(\)'"),
     (f'{C}.?memory.orValue(1).isInteger()',
-     r"'orValue' applied to 'optional_type\(quantity\)\.\(int\)'"),
-    (f'{D}.?model', r"must evaluate to bool or the unknown type, not optional_type\(dyn\)"),
+     r"'orValue' applied to 'optional_type\(kubernetes.Quantity\)\.\(int\)'"),
+    (f'{D}.?model', r"must evaluate to bool or the unknown type, not optional_type\(google.protobuf.Any\)"),
     ('optional.of(device.driver).value() == 1', r"'_==_' applied to '\(string, int\)'"),
     ('[?device.driver].size() == 1',
      "1:9: expected type 'optional_type\\(string\\)' but found 'string'"),
@@ -579,12 +581,60 @@ def test_optional_syntax_errors_are_refused():
                                 r"'\(bool, int\)'"),
     ('[device.driver].map(x, x + 1).size() == 1', r"'_\+_' applied to '\(string, int\)'"),
     (f'{C}.all(k, k > 1)', r"'_>_' applied to '\(string, int\)'"),
-    (f'{C}.exists(k, {C}[k].startsWith("1"))', r"'startsWith' applied to 'quantity.\(string\)'"),
+    (f'{C}.exists(k, {C}[k].startsWith("1"))', r"'startsWith' applied to 'kubernetes.Quantity.\(string\)'"),
 ])
 def test_macro_and_nested_literal_type_errors(expr, words):
     compile_selector(expr)
     with pytest.raises(CelError, match=words):
         check_types(expr)
+
+
+@pytest.mark.parametrize("expr, at, words", [
+    # an attribute value is ``any`` to cel-go's literal validator: a type
+    # of its own, never the same as a literal's
+    (f'[{D}.model, "x"].size() == 2', '"x"', "expected type 'any' but found 'string'"),
+    (f'["x", {D}.model].size() == 2', ".model", "expected type 'string' but found 'any'"),
+    (f'{D}.model in [{D}.index, 1]', "1]", "expected type 'any' but found 'int'"),
+    (f'{{"a": {D}.model, "b": 1}}.size() == 2', "1}", "expected type 'any' but found 'int'"),
+    (f'[?{D}.?model, "y"].size() == 2', '"y"', "expected type 'any' but found 'string'"),
+    (f'optional.unwrap([{D}.?model, optional.of("z")]).size() == 2', "optional.of",
+     r"expected type 'optional_type\(any\)' but found 'optional_type\(string\)'"),
+])
+def test_attribute_values_beside_literals_are_refused(expr, at, words):
+    """cel-go's checker (any is dyn to it) accepts the list; the base
+    environment's homogeneous-literal validator then refuses it, at the
+    first entry whose type differs from the first entry's."""
+    compile_selector(expr)
+    column = expr.index(at) + 1
+    with pytest.raises(CelError, match=f"<input>:1:{column}: {words}"):
+        check_types(expr)
+
+
+@pytest.mark.parametrize("expr", [
+    f'[{D}.model, {D}.index].size() == 2',
+    f'{D}.model in ["a", "b"]',
+    f'[{D}.model, {D}.?index.orValue(1)].exists(x, x == 1)',
+    f'{{"a": {D}.model, "b": {D}.index}}.size() == 2',
+])
+def test_attribute_values_together_type_check(expr):
+    check_types(expr)
+
+
+def test_type_errors_print_types_as_cel_go_does():
+    """any for attribute values, Kubernetes' object types by their names,
+    null for the null literal."""
+    for expr, words in (
+        (f'{D}.model.startsWith(1)', r"1:44: .*'startsWith' applied to 'any.\(int\)'"),
+        (f'-{D} == 1', r"'-_' applied to '\(map\(string, any\)\)'"),
+        ('device + 1 == 2', r"'_\+_' applied to '\(kubernetes.DRADevice, int\)'"),
+        ('device.driver < null', r"'_<_' applied to '\(string, null\)'"),
+        (f'{C}.memory.isLessThan({D}.version) && {C}.memory.major() > 1',
+         r"'major' applied to 'kubernetes.Quantity.\(\)'"),
+    ):
+        with pytest.raises(CelError, match=words):
+            check_types(expr)
+    with pytest.raises(CelError, match="not null_type"):
+        compile_selector("null")
 
 
 @pytest.mark.parametrize("expr", [
@@ -610,7 +660,7 @@ def test_a_comprehension_over_a_value_that_is_no_list_is_an_error():
 
 @pytest.mark.parametrize("expr, words", [
     ('device.attributes[1].size() > 0', r"1:18: found no matching overload for '_\[_\]' "
-                                        r"applied to '\(map\(string, map\(string, dyn\)\), int\)'"),
+                                        r"applied to '\(map\(string, map\(string, any\)\), int\)'"),
     ('[1, 2][1u] == 1', r"'_\[_\]' applied to '\(list\(int\), uint\)'"),
     ('{"a": 1}[1] == 1', r"'_\[_\]' applied to '\(map\(string, int\), int\)'"),
 ])

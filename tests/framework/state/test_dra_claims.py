@@ -197,6 +197,33 @@ def test_optional_syntax_loads_and_its_errors_are_refused():
             ClaimState.of(ClusterState()).load([cls(bad)])
 
 
+def test_library_selectors_load_and_their_errors_name_object_and_field():
+    """The base environment's libraries (sets, two-variable comprehensions,
+    lists, format) load; what cel-go refuses among them (an attribute value
+    beside a literal in a list, a format clause its argument does not
+    suit) is refused on load, naming the object and the field, nothing
+    kept."""
+
+    def cls(*exprs):
+        return parse_device_class({"metadata": {"name": "gpu"}, "spec": {
+            "selectors": [{"cel": {"expression": e}} for e in exprs]}})
+
+    store = ClaimState.of(ClusterState())
+    store.load([cls('sets.contains(["a", "b"], [device.attributes["d"].model])',
+                    'device.attributes["d"].exists(k, v, k == "model")',
+                    '[1, 2].sum() == 3 && "%d".format([1]) == "1"')])
+    assert "gpu" in store.classes
+    for bad, words in (('[device.attributes["d"].model, "x"].size() == 2',
+                        "expected type 'any' but found 'string'"),
+                       ('"%d".format(["x"]) == "x"', "decimal clause can only be used on integers")):
+        fresh = ClaimState.of(ClusterState())
+        with pytest.raises(ManifestError, match=words) as err:
+            fresh.load([cls('device.driver == "d"', bad)])
+        assert err.value.obj == "DeviceClass gpu"
+        assert err.value.field == "spec.selectors[1].cel.expression"
+        assert not fresh.classes
+
+
 @pytest.mark.parametrize("which, label, field", [
     ("class", "DeviceClass gpu", "spec.selectors[0].cel.expression"),
     ("template", "ResourceClaimTemplate ml/one", "spec.spec.devices.requests[0].exactly"
