@@ -95,9 +95,12 @@ def block_frag(n, live, nfrag, fbuf, log_frag, rs, leaf_lo, leaf_len, leaf_val, 
     turn, puts the row's value back in its place, sums its leaf again and
     adds the leaves up the tree (``pairwise_sum`` on the leaves' sums).
     Every thread calls it, past a barrier after the step; nothing waiting:
-    nothing done."""
+    nothing done but a barrier.  Every thread returns past a barrier after
+    its read of the waiting count: thread 0's next step (a kernel's loop
+    goes on to it with no barrier between) writes that count."""
     k = rs[_openb_events.RS_F_N]
     if k == 0:
+        cuda.syncthreads()
         return
     tid = cuda.threadIdx.x
     row = rs[_openb_events.RS_F_ROW]
@@ -296,11 +299,10 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
     if tid == 0:
         _start(n, live, cord, nfrag, fbuf, s_lo, s_m, s_st, s_v, ver, f0, onode, ogm, obind,
                owhy, pmask, qi, qf, pst, patt, pts, pre, pw, nw, ps, vic, gn, pot, rs)
-        # ``rs[RS_DEFER]`` stays 0: thread 0 sums each change's fragmentation
-        # itself.  ``block_frag`` assumes a step's waiting log rows are changes
-        # on one row over one live set, which a step's node events and
-        # departures break (the twin's curves differed); until the step
-        # flushes at such a boundary, its calls below find nothing waiting.
+        # each change's fragmentation from here on: the block's (``block_frag``
+        # after each step; ``_openb_events.frag_before`` keeps a step's
+        # waiting rows on one row over one live set)
+        rs[RS_DEFER] = 1
     cuda.syncthreads()
     while True:
         if tid == 0:
