@@ -92,8 +92,9 @@ def block_frag(n, live, nfrag, fbuf, log_frag, rs, leaf_lo, leaf_len, leaf_val, 
     rows, their places by a block scan), thread 0 lists the summation
     tree's leaves (``pairwise_leaves``: [n // 64 + 1] scratch), the block
     sums them (a thread a leaf), and thread 0, for each waiting row in
-    turn, puts the row's value back in its place, sums its leaf again and
-    adds the leaves up the tree (``pairwise_sum`` on the leaves' sums).
+    turn, puts the row's value back in its place, sums its leaf again
+    (where that value differs from the one summed) and adds the leaves up
+    the tree (``pairwise_sum`` on the leaves' sums).
     Every thread calls it, past a barrier after the step; nothing waiting:
     nothing done but a barrier.  Every thread returns past a barrier after
     its read of the waiting count: thread 0's next step (a kernel's loop
@@ -137,8 +138,12 @@ def block_frag(n, live, nfrag, fbuf, log_frag, rs, leaf_lo, leaf_len, leaf_val, 
             lf += 1
         m0 = rs[_openb_events.RS_F_FIRST]
         for w in range(k):
-            if pos >= 0:
-                fbuf[pos] = log_frag[m0 + w]
+            v = log_frag[m0 + w]
+            # the row's leaf summed again where its value differs from the
+            # one summed (the last waiting row's is the row's value now; a
+            # zero, whose sign the comparison does not see, always)
+            if pos >= 0 and (fbuf[pos] != v or v == 0.0):
+                fbuf[pos] = v
                 leaf_val[lf] = _leaf_sum(fbuf, leaf_lo[lf], leaf_len[lf])
             log_frag[m0 + w] = _pairwise(fbuf, m, leaf_val[:nl], s_lo, s_m, s_st, s_v)
         rs[_openb_events.RS_F_N] = 0
