@@ -47,7 +47,11 @@ over the live rows gathered).  Each change logs it (``frag_log``); on the
 device thread 0's step leaves the sum to the block after it
 (``openb_events_cuda.block_frag``: the rows gathered and the tree's
 leaves summed by its threads, the same bits), the start's alone summed by
-thread 0.
+thread 0.  What waits is one row's changes over one live set: before a
+step changes another row or the live set (a node event, a departure, a
+binding, a preemption's evictions) it calls ``frag_before``, which sums
+anything still waiting on thread 0 (the block's sum runs between steps,
+so on the device nothing waits there).
 
 DefaultPreemption (a run's flag ``pre``; ``_gpu_preempt``'s nominated-pod
 overlay, victim search and pick, compiled beneath this module): a failed
@@ -216,9 +220,10 @@ def frag_log(m, row, n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v, log_frag, rs):
     """Log row ``m``'s fragmentation after a change on ``row``: the live
     rows' sum now (``live_frag``), or, with ``rs[RS_DEFER]`` (the device:
     thread 0's step, the block after it), the row's value now kept in its
-    place and the log row noted as waiting (``rs[RS_F_*]``; a step's
-    changes are on one row: a victim's evictions from their node, else one
-    change a step) for ``openb_events_cuda.block_frag``."""
+    place and the log row noted as waiting (``rs[RS_F_*]``) for
+    ``openb_events_cuda.block_frag``.  The waiting rows are changes on
+    one row over one live set: the step calls ``frag_before`` before it
+    changes another row or the live set."""
     if rs[RS_DEFER] == 0:
         log_frag[m] = live_frag(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v)
         return
@@ -227,6 +232,34 @@ def frag_log(m, row, n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v, log_frag, rs):
         rs[RS_F_ROW] = row
     rs[RS_F_N] += 1
     log_frag[m] = nfrag[row]
+
+
+def frag_before(row, n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v, log_frag, rs):
+    """Before a step changes ``row``'s fragmentation (-1: the live set,
+    or reads the last logged one): the log rows waiting on another row
+    (any row, for -1) get their sums now (``frag_flush``), so every
+    waiting row's state is the live set and rows of now but for its own
+    row's value.  Nothing waiting (the twin; on the device, a step's
+    first change): nothing done."""
+    if rs[RS_F_N] > 0 and (row < 0 or row != rs[RS_F_ROW]):
+        frag_flush(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v, log_frag, rs)
+
+
+def frag_flush(n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v, log_frag, rs):
+    """The waiting log rows summed here, one at a time (thread 0 on the
+    device, between a step's changes): each is the live rows' sum with the
+    waiting row at the value it logged (``live_frag``'s gather and tree,
+    its bits)."""
+    row = rs[RS_F_ROW]
+    m0 = rs[RS_F_FIRST]
+    for w in range(rs[RS_F_N]):
+        m = 0
+        for i in range(n):
+            if live[i] != 0:
+                fbuf[m] = log_frag[m0 + w] if i == row else nfrag[i]
+                m += 1
+        log_frag[m0 + w] = pairwise_sum(fbuf, m, s_v[:0], s_lo, s_m, s_st, s_v)
+    rs[RS_F_N] = 0
 
 
 def failure_bits(rs, fit_interest, cordon_interest):
@@ -337,6 +370,7 @@ def evict_victims(j, target, now, m, n, live, cls, c_cpu, c_mem, c_num, c_milli,
     from log row ``m``); returns the log rows used so far.  The queue's
     moves are the caller's."""
     nominate_to(j, target, prio, pw, nw, ps)
+    frag_before(target, n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v, log_frag, rs)
     for a in range(ps[S_STATS + 5]):
         v = pw[a, W_VOUT]
         evict_victim(v, target, cls, c_cpu, c_mem, c_num, c_milli, gmask, gpu_count, model,
@@ -564,6 +598,8 @@ def node_event(e, now, n, gpu_count, model, cpu_cap, mem_cap, pods_cap, live, co
     """Node event ``e`` at ``now`` (module doc): the cluster changed, its
     freed pods and then the event logged, the pool moved."""
     p = cls.shape[0]
+    # a node event changes the live set or reads the last fragmentation
+    frag_before(-1, n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v, log_frag, rs)
     m = rs[RS_M]
     row = ev_row[e]
     what = ev_kind[e]
@@ -699,6 +735,7 @@ def pod_leaves(j, now, n, gpu_count, model, live, cls, c_cpu, c_mem, c_num, c_mi
     m = rs[RS_M]
     c = cls[j]
     row = out_node[j]
+    frag_before(row, n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v, log_frag, rs)
     release(row, out_gmask[j], c_cpu[c], c_mem[c], c_num[c], c_milli[c], gpu_left, cpu_left,
             mem_left, pods_left, aff, node_ver, version)
     if pre != 0:
@@ -830,6 +867,7 @@ def events_close(j, row, target, n, gpu_count, model, live, fit_interest, cordon
                       up, pmask)
         return
     m = rs[RS_M]
+    frag_before(row, n, live, nfrag, fbuf, s_lo, s_m, s_st, s_v, log_frag, rs)
     out_gmask[j] = account(row, sel, gpu_count, c_cpu[c], c_mem[c], c_num[c], c_milli[c], u[j],
                            cache_gpu[c, row], gpu_left, cpu_left, mem_left, pods_left, aff,
                            node_ver, version, gidx)

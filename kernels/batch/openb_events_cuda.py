@@ -92,12 +92,16 @@ def block_frag(n, live, nfrag, fbuf, log_frag, rs, leaf_lo, leaf_len, leaf_val, 
     rows, their places by a block scan), thread 0 lists the summation
     tree's leaves (``pairwise_leaves``: [n // 64 + 1] scratch), the block
     sums them (a thread a leaf), and thread 0, for each waiting row in
-    turn, puts the row's value back in its place, sums its leaf again and
-    adds the leaves up the tree (``pairwise_sum`` on the leaves' sums).
+    turn, puts the row's value back in its place, sums its leaf again
+    (where that value differs from the one summed) and adds the leaves up
+    the tree (``pairwise_sum`` on the leaves' sums).
     Every thread calls it, past a barrier after the step; nothing waiting:
-    nothing done."""
+    nothing done but a barrier.  Every thread returns past a barrier after
+    its read of the waiting count: thread 0's next step (a kernel's loop
+    goes on to it with no barrier between) writes that count."""
     k = rs[_openb_events.RS_F_N]
     if k == 0:
+        cuda.syncthreads()
         return
     tid = cuda.threadIdx.x
     row = rs[_openb_events.RS_F_ROW]
@@ -134,8 +138,12 @@ def block_frag(n, live, nfrag, fbuf, log_frag, rs, leaf_lo, leaf_len, leaf_val, 
             lf += 1
         m0 = rs[_openb_events.RS_F_FIRST]
         for w in range(k):
-            if pos >= 0:
-                fbuf[pos] = log_frag[m0 + w]
+            v = log_frag[m0 + w]
+            # the row's leaf summed again where its value differs from the
+            # one summed (the last waiting row's is the row's value now; a
+            # zero, whose sign the comparison does not see, always)
+            if pos >= 0 and (fbuf[pos] != v or v == 0.0):
+                fbuf[pos] = v
                 leaf_val[lf] = _leaf_sum(fbuf, leaf_lo[lf], leaf_len[lf])
             log_frag[m0 + w] = _pairwise(fbuf, m, leaf_val[:nl], s_lo, s_m, s_st, s_v)
         rs[_openb_events.RS_F_N] = 0
@@ -296,11 +304,10 @@ def _kernel(row0, cord0, u_gpu_count, u_model, u_cpu_cap, u_mem_cap, u_pods_cap,
     if tid == 0:
         _start(n, live, cord, nfrag, fbuf, s_lo, s_m, s_st, s_v, ver, f0, onode, ogm, obind,
                owhy, pmask, qi, qf, pst, patt, pts, pre, pw, nw, ps, vic, gn, pot, rs)
-        # ``rs[RS_DEFER]`` stays 0: thread 0 sums each change's fragmentation
-        # itself.  ``block_frag`` assumes a step's waiting log rows are changes
-        # on one row over one live set, which a step's node events and
-        # departures break (the twin's curves differed); until the step
-        # flushes at such a boundary, its calls below find nothing waiting.
+        # each change's fragmentation from here on: the block's (``block_frag``
+        # after each step; ``_openb_events.frag_before`` keeps a step's
+        # waiting rows on one row over one live set)
+        rs[RS_DEFER] = 1
     cuda.syncthreads()
     while True:
         if tid == 0:

@@ -57,36 +57,12 @@ def test_leaves_and_their_sums_give_numpys_sum(m):
     assert ns["pairwise_sum"](a, m, sums[:0], *stack) == np.sum(a[:m])
 
 
-@pytest.mark.cudasim
-@needs_cuda
-@pytest.mark.parametrize("n,live_n,waiting,row_live", [(20, 13, 1, True), (700, 300, 4, True),
-                                                       (700, 300, 2, False), (2100, 2000, 3,
-                                                                              True)])
-def test_block_frag_gives_live_frags_bits(n, live_n, waiting, row_live):
-    """The block's fragmentation of the log rows a step left waiting (a
-    node's evictions: one row's value changing log row to log row; a
-    deleted row absent from the sum) equals ``numpy.sum`` over the live
-    rows as they were at each log row, bit for bit: one leaf, several
-    (m > 128), the row's leaf the first or a later one."""
+def _block_frag(live, nfrag, log_frag, rs):
+    """``block_frag`` run by a block under the simulator: (the log, ``rs``) after."""
     from tensorsched.kernels.batch import openb_events_cuda as OC
     from tensorsched.kernels.batch.warp import THREADS, WARPS
 
-    rng = np.random.default_rng(n + waiting)
-    live = np.zeros(n, np.int8)
-    rows = rng.choice(n, size=live_n, replace=False)
-    live[rows] = 1
-    row = int(rows[-1]) if row_live else int(np.flatnonzero(live == 0)[0])
-    nfrag = rng.random(n) * 10.0 ** rng.integers(-2, 7, n)
-    values = rng.random(waiting) * 1e5          # the row's value at each waiting log row
-    nfrag[row] = values[-1]
-    m0 = 5
-    log_frag = np.full(m0 + waiting + 2, -1.0)
-    log_frag[m0:m0 + waiting] = values
-    rs = np.zeros(OC.RS_N, np.int64)
-    rs[OC.RS_DEFER] = 1
-    rs[OC.RS_F_FIRST] = m0
-    rs[OC.RS_F_ROW] = row
-    rs[OC.RS_F_N] = waiting
+    n = live.shape[0]
     room = OC.leaf_room(n)
 
     @cuda.jit
@@ -105,13 +81,101 @@ def test_block_frag_gives_live_frags_bits(n, live_n, waiting, row_live):
     kernel[1, THREADS](cuda.to_device(live), cuda.to_device(nfrag), cuda.device_array(n),
                        out, d_rs, cuda.device_array((2, room), np.int64),
                        cuda.device_array(room, np.float64))
-    got = out.copy_to_host()
+    return out.copy_to_host(), d_rs.copy_to_host()
+
+
+@pytest.mark.cudasim
+@needs_cuda
+@pytest.mark.parametrize("n,live_n,waiting,row_live", [(20, 13, 1, True), (700, 300, 4, True),
+                                                       (700, 300, 2, False), (2100, 2000, 3,
+                                                                              True)])
+def test_block_frag_gives_live_frags_bits(n, live_n, waiting, row_live):
+    """The block's fragmentation of the log rows a step left waiting (a
+    node's evictions: one row's value changing log row to log row; a
+    deleted row absent from the sum) equals ``numpy.sum`` over the live
+    rows as they were at each log row, bit for bit: one leaf, several
+    (m > 128), the row's leaf the first or a later one."""
+    from tensorsched.kernels.batch import openb_events_cuda as OC
+
+    rng = np.random.default_rng(n + waiting)
+    live = np.zeros(n, np.int8)
+    rows = rng.choice(n, size=live_n, replace=False)
+    live[rows] = 1
+    row = int(rows[-1]) if row_live else int(np.flatnonzero(live == 0)[0])
+    nfrag = rng.random(n) * 10.0 ** rng.integers(-2, 7, n)
+    values = rng.random(waiting) * 1e5          # the row's value at each waiting log row
+    nfrag[row] = values[-1]
+    m0 = 5
+    log_frag = np.full(m0 + waiting + 2, -1.0)
+    log_frag[m0:m0 + waiting] = values
+    rs = np.zeros(OC.RS_N, np.int64)
+    rs[OC.RS_DEFER] = 1
+    rs[OC.RS_F_FIRST] = m0
+    rs[OC.RS_F_ROW] = row
+    rs[OC.RS_F_N] = waiting
+    got, left = _block_frag(live, nfrag, log_frag, rs)
     for w in range(waiting):
         then = nfrag.copy()
         then[row] = values[w]
         assert got[m0 + w] == np.sum(then[live == 1])
     assert (got[:m0] == -1.0).all() and (got[m0 + waiting:] == -1.0).all()
-    assert d_rs.copy_to_host()[OC.RS_F_N] == 0
+    assert left[OC.RS_F_N] == 0
+
+
+def _a_step(live, nfrag, rs, log_frag, changes, flush: bool):
+    """One step's changes, each logged (``frag_log``, from log row 0):
+    (row, its new value, its new live flag); ``flush``: ``frag_before``
+    ahead of each, as the engine's steps call it (-1 for a live-set
+    change)."""
+    ns = OE._events_ns
+    n = live.shape[0]
+    fbuf = np.empty(n)
+    stack = [np.empty(64, np.int64) for _ in range(3)] + [np.empty(64, np.float64)]
+    for m, (row, value, on) in enumerate(changes):
+        if flush:
+            ns["frag_before"](row if on == live[row] else -1, n, live, nfrag, fbuf, *stack,
+                              log_frag, rs)
+        live[row] = on
+        nfrag[row] = value
+        ns["frag_log"](m, row, n, live, nfrag, fbuf, *stack, log_frag, rs)
+
+
+@pytest.mark.cudasim
+@needs_cuda
+@pytest.mark.parametrize("n", [40, 700])
+def test_several_changes_a_step_log_the_twins_bits(n):
+    """A step whose changes span several rows and live sets (a row's
+    changes, another row's, a row deleted, one added and changed again):
+    deferred (``frag_before`` summing the waiting rows at each boundary,
+    ``block_frag`` the rest after the step) it logs the twin's serial sums
+    (``live_frag`` at each change), bit for bit; without the flushes (the
+    deferral as it was, one row and one live set assumed) it does not."""
+    from tensorsched.kernels.batch import openb_events_cuda as OC
+
+    rng = np.random.default_rng(n)
+    live = (rng.random(n) < 0.6).astype(np.int8)
+    on = np.flatnonzero(live == 1)
+    off = np.flatnonzero(live == 0)
+    nfrag = rng.random(n) * 10.0 ** rng.integers(-2, 7, n)
+    a, b, gone, new = int(on[0]), int(on[-1]), int(on[len(on) // 2]), int(off[0])
+    changes = [(a, 1e5 * rng.random(), 1), (a, 1e3 * rng.random(), 1), (b, 7.5, 1),
+               (gone, 0.0, 0), (new, 1e4 * rng.random(), 1), (new, 3e6 * rng.random(), 1)]
+    k = len(changes)
+    twin = np.zeros(k)
+    _a_step(live.copy(), nfrag.copy(), np.zeros(OC.RS_N, np.int64), twin, changes, True)
+    ref_live, ref_nfrag = live.copy(), nfrag.copy()
+    for m, (row, value, flag) in enumerate(changes):
+        ref_live[row], ref_nfrag[row] = flag, value
+        assert twin[m] == np.sum(ref_nfrag[ref_live == 1])
+    for flush in (True, False):
+        lv, nf, log = live.copy(), nfrag.copy(), np.zeros(k)
+        rs = np.zeros(OC.RS_N, np.int64)
+        rs[OC.RS_DEFER] = 1
+        _a_step(lv, nf, rs, log, changes, flush)
+        assert rs[OC.RS_F_N] == (2 if flush else k)     # the last row's two changes wait
+        got, left = _block_frag(lv, nf, log, rs)
+        assert left[OC.RS_F_N] == 0
+        assert (got.tolist() == twin.tolist()) == flush
 
 
 def _node(name, gpus, unschedulable=False, tie=None):
