@@ -261,20 +261,6 @@ def _feasible(row, reasons_by_row, r_domp1, r_sums, r_params, r_thr):
     return True
 
 
-@cuda.jit(device=True)
-def _rules_count(row, r_count_dom, r_sums, r_present, r_params, r_thr, r_at_min):
-    """A pod placed on ``row``: counted in every rule that counts it."""
-    for r in range(r_params.shape[0]):
-        if r_params[r, 6] == 0:
-            continue
-        d = r_count_dom[r, row]
-        if d < 0:
-            continue
-        if r_params[r, 8] != 0:
-            rules_group_placed(r_params)
-        rule_count(r, d, r_sums, r_present, r_params, r_thr, r_at_min)
-
-
 # where ``requested`` and ``nonzero_requested`` start in node_i64: their
 # spans are in the query buffer's header (``stage_args.pack_query``)
 _REQUESTED_AT = 2 * SA.NODE_NAMES.index("requested")
@@ -305,7 +291,8 @@ def _position_row(rows, start, j):
 @cuda.jit(device=True)
 def _rules_count_flips(row, stamp, r_count_dom, r_sums, r_present, r_params, r_thr, r_at_min,
                        flip, most):
-    """``_rules_count`` that also lists whose answers moved: ``flip``
+    """A pod placed on ``row`` counted in every rule that counts it, and
+    whose answers moved listed: ``flip``
     [R x D] (rule r, domain d at r * D + d) gets ``stamp`` for every domain
     whose answer the count flipped (``_numba.rules_count_rows``'s test).
     False when they cannot be listed, so every row must be re-tested: a
