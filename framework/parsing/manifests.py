@@ -94,7 +94,7 @@ from tensorsched.framework.records.dra_records import (
     ResourceSliceRecord,
 )
 from .pod_claims import parse_pod_claims
-from .pod_names import check_port_names, check_volume_mounts
+from .pod_names import check_host_port, check_port_names, check_volume_mounts
 from .pod_templates import PodTemplates
 from .podgroups import PodGroup, is_coscheduling_pod_group, parse_pod_group
 from tensorsched.framework.records.records import (
@@ -591,12 +591,13 @@ class _Container:
 
 def _parse_container(ctx: ObjectContext, c, path: str, init: bool, host_network: bool,
                      images: list[str], host_ports: list[HostPort],
-                     names: dict[str, str], volumes: set[str]) -> _Container:
+                     held_ports: dict, names: dict[str, str], volumes: set[str]) -> _Container:
     """One container; ``names`` (container name -> its path) of the pod's
     containers so far: a name is required (when ``NameRules.enforced``:
     upstream's Go tests leave it out), a DNS-1123 label, unique among the
     pod's containers and init containers; ``volumes`` the names of the
-    pod's volumes, which its volume mounts name."""
+    pod's volumes, which its volume mounts name; ``held_ports`` the host
+    ports its ports may not repeat (``pod_names.check_host_port``)."""
     c = ctx.mapping(c, path)
     name = ctx.string(c.get("name"), f"{path}.name")
     if not name and NameRules.enforced:
@@ -634,9 +635,11 @@ def _parse_container(ctx: ObjectContext, c, path: str, init: bool, host_network:
         host_port = p.get("hostPort")
         host_port = 0 if host_port is None else ctx.integer(host_port, f"{ppath}.hostPort", 0, 65535)
         protocol = ctx.enum(unset_if_empty(p.get("protocol")), f"{ppath}.protocol", PROTOCOLS, "TCP")
-        host_ip = ctx.string(p.get("hostIP"), f"{ppath}.hostIP") or "0.0.0.0"
+        written_ip = ctx.string(p.get("hostIP"), f"{ppath}.hostIP")
+        host_ip = written_ip or "0.0.0.0"
         if host_port == 0 and host_network:
             host_port = container_port
+        check_host_port(ctx, held_ports, protocol, written_ip, host_port, ppath)
         # GetHostPorts: regular containers and restartable (sidecar) init
         # containers only; an ordinary init container has exited by then.
         if host_port > 0 and (not init or restart_policy == "Always"):
@@ -959,14 +962,17 @@ def _pod_resources(ctx: ObjectContext, spec: dict, volumes: set[str]) -> dict:
     init_images: list[str] = []
     host_ports: list[HostPort] = []
     names: dict[str, str] = {}
+    # Host ports may not repeat across the regular containers, nor within
+    # one init container (pod_names.check_host_port).
+    held_ports: dict = {}
     containers = [
         _parse_container(ctx, c, f"spec.containers[{i}]", False, host_network, images,
-                         host_ports, names, volumes)
+                         host_ports, held_ports, names, volumes)
         for i, c in enumerate(ctx.list(spec.get("containers"), "spec.containers"))
     ]
     init_containers = [
         _parse_container(ctx, c, f"spec.initContainers[{i}]", True, host_network, init_images,
-                         host_ports, names, volumes)
+                         host_ports, {}, names, volumes)
         for i, c in enumerate(ctx.list(spec.get("initContainers"), "spec.initContainers"))
     ]
     overhead = ctx.quantity_map(spec.get("overhead"), "spec.overhead")

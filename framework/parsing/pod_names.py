@@ -2,7 +2,8 @@
 references between them: a container port's ``name`` (an IANA service
 name, unique among the container's ports), a volume's ``name`` (a DNS-1123
 label, unique in the pod) and a volume mount's ``name`` (a volume of the
-pod) and ``mountPath`` (set, unique in the container).
+pod) and ``mountPath`` (set, unique in the container); and the host ports
+two ports of a pod may not share (``check_host_port``).
 
 ``manifests.parse_pod`` raises the errors (``ManifestError`` naming the
 field); ``unkeyed_fields_valid`` answers for the pod-template fast path
@@ -24,8 +25,8 @@ from .meta import (
     invalid_value,
 )
 
-__all__ = ["PORT_NAME_MAX_LENGTH", "port_name_errors", "check_port_names", "check_volume_name",
-           "check_volume_mounts", "unkeyed_fields_valid"]
+__all__ = ["PORT_NAME_MAX_LENGTH", "port_name_errors", "check_port_names", "check_host_port",
+           "check_volume_name", "check_volume_mounts", "unkeyed_fields_valid"]
 
 #: The longest container port name (an IANA service name, RFC 6335).
 PORT_NAME_MAX_LENGTH = 15
@@ -70,6 +71,31 @@ def check_port_names(ctx: ObjectContext, ports: list, path: str) -> None:
             ctx.fail(f"{path}[{j}].name",
                      f"Duplicate value: {name!r} (also {path}[{seen[name]}].name)")
         seen[name] = j
+
+
+def check_host_port(ctx: ObjectContext, held: dict[tuple[str, str, int], str],
+                    protocol: str, host_ip: str, host_port: int, path: str) -> None:
+    """ManifestError when the port at ``path`` asks for a host port that an
+    earlier port of the same group already holds; else records it in
+    ``held`` ((protocol, hostIP, hostPort) -> the holder's path).
+
+    The API server's rule: a port holds (protocol after defaulting to TCP,
+    ``hostIP`` exactly as written, ``hostPort`` after the hostNetwork
+    default); ``hostPort`` 0 holds nothing.  The group is every regular
+    container of the pod together, and each init container on its own
+    (init containers run one at a time, so the server compares an init
+    container's ports with each other only, never with another container's,
+    sidecars included).  ``hostIP`` is compared as text: "" and "0.0.0.0"
+    are different keys here, though the scheduler treats both as every
+    address."""
+    if host_port == 0:
+        return
+    key = (protocol, host_ip, host_port)
+    if key in held:
+        ctx.fail(f"{path}.hostPort",
+                 f"Duplicate value: '{protocol}/{host_ip}/{host_port}' (protocol/hostIP/hostPort; "
+                 f"also {held[key]}.hostPort)")
+    held[key] = path
 
 
 def check_volume_name(ctx: ObjectContext, v: dict, i: int, seen: dict[str, int]) -> str:

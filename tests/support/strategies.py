@@ -150,6 +150,24 @@ def ports(draw):
     return out
 
 
+def _without_host_port_repeats(spec: dict) -> dict:
+    """``spec`` with the ``hostPort`` taken off each port that repeats an
+    earlier one's (protocol, hostIP, hostPort) where the API server refuses
+    that (across the regular containers; within one init container)."""
+    groups = [spec.get("containers", [])] + [[c] for c in spec.get("initContainers", [])]
+    for group in groups:
+        held = set()
+        for c in group:
+            for p in c.get("ports", []):
+                if not p.get("hostPort"):
+                    continue
+                key = (p.get("protocol") or "TCP", p.get("hostIP", ""), p["hostPort"])
+                if key in held:
+                    del p["hostPort"]
+                held.add(key)
+    return spec
+
+
 @st.composite
 def container(draw, name: str, init: bool = False, with_ports: bool = False,
               extra_resources: bool = False):
@@ -183,6 +201,7 @@ def bound_pods(draw, node_names, max_pods: int):
                         "containers": [draw(container("c0", with_ports=True))]}}
         if draw(st.integers(0, 3)) == 0:
             pod["spec"]["initContainers"] = [draw(container("i0", init=True, with_ports=True))]
+        _without_host_port_repeats(pod["spec"])
         out.append(pod)
     return out
 
@@ -304,7 +323,8 @@ def pods(draw, node_names):
     if draw(st.integers(0, 9)) == 0:
         spec["nodeName"] = draw(st.sampled_from(list(node_names) + ["elsewhere"]))
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "incoming", "namespace": "default"}, "spec": spec}
+            "metadata": {"name": "incoming", "namespace": "default"},
+            "spec": _without_host_port_repeats(spec)}
 
 
 # ---------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""Annotations, container port names, volume names and mounts, container
-names are refused at load as the API server refuses
+"""Annotations, container port names, host ports held twice in a pod,
+volume names and mounts, container names are refused at load as the API server refuses
 them, naming the file, the object and the field; pods that repeat a
 template are refused alike; a refused load or submit changes nothing."""
 
@@ -230,6 +230,96 @@ def test_port_names_are_unique_within_a_container_only():
     assert rec.name == "web"
 
 
+def hp(host_port, protocol=None, ip=None, container_port=80):
+    p = {"containerPort": container_port, "hostPort": host_port}
+    if protocol is not None:
+        p["protocol"] = protocol
+    if ip is not None:
+        p["hostIP"] = ip
+    return p
+
+
+@pytest.mark.parametrize("spec, field, key, holder", [
+    # two ports of one container
+    ({"containers": [container(ports=[hp(8080), hp(8080, container_port=81)])]},
+     "spec.containers[0].ports[1].hostPort", "TCP//8080", "spec.containers[0].ports[0]"),
+    # across the regular containers; the protocol defaults to TCP
+    ({"containers": [container(ports=[hp(8080)]),
+                     container(name="side", ports=[hp(8080, "TCP", container_port=81)])]},
+     "spec.containers[1].ports[0].hostPort", "TCP//8080", "spec.containers[0].ports[0]"),
+    ({"containers": [container(ports=[hp(53, "UDP", "10.0.0.1")]),
+                     container(name="side", ports=[hp(53, "UDP", "10.0.0.1", 54)])]},
+     "spec.containers[1].ports[0].hostPort", "UDP/10.0.0.1/53", "spec.containers[0].ports[0]"),
+    # within one init container
+    ({"initContainers": [container(name="init", ports=[hp(9000), hp(9000, "", "",
+                                                                    container_port=81)])]},
+     "spec.initContainers[0].ports[1].hostPort", "TCP//9000",
+     "spec.initContainers[0].ports[0]"),
+    # hostNetwork: an unset hostPort is the containerPort
+    ({"hostNetwork": True,
+      "containers": [container(ports=[{"containerPort": 8080}]),
+                     container(name="side", ports=[hp(8080, container_port=8080)])]},
+     "spec.containers[1].ports[0].hostPort", "TCP//8080", "spec.containers[0].ports[0]"),
+])
+def test_a_host_port_held_twice_in_a_pod_is_refused(spec, field, key, holder):
+    err = refused(with_spec(**spec))
+    assert (err.obj, err.field) == ("Pod shop/web", field), str(err)
+    assert err.problem == (f"Duplicate value: '{key}' (protocol/hostIP/hostPort; "
+                           f"also {holder}.hostPort)"), str(err)
+
+
+def test_a_host_port_conflict_names_the_file(tmp_path):
+    f = tmp_path / "pods.yaml"
+    f.write_text(textwrap.dedent("""\
+        kind: Pod
+        metadata: {name: web, namespace: shop}
+        spec:
+          containers:
+          - {name: app, image: nginx, ports: [{containerPort: 80, hostPort: 80}]}
+          - {name: side, image: envoy, ports: [{containerPort: 81, hostPort: 80}]}
+    """))
+    with pytest.raises(ManifestError) as info:
+        parse_objects(load_objects(f))
+    assert str(info.value).startswith(
+        f"{f}#0: Pod shop/web: spec.containers[1].ports[0].hostPort: "
+        "Duplicate value: 'TCP//80'"), str(info.value)
+
+
+def test_host_ports_the_api_server_lets_through():
+    # the API server compares (protocol, hostIP as written, hostPort):
+    # another protocol, another IP, "" against "0.0.0.0" (text, not
+    # address), hostPort 0 or unset, and an init container against the
+    # regular containers or another init container (they run one at a
+    # time; sidecars too) all pass
+    rec = parse_pod(with_spec(
+        initContainers=[container(name="init", ports=[hp(8080), hp(8081)]),
+                        container(name="init2", ports=[hp(8080)]),
+                        container(name="proxy", restartPolicy="Always", ports=[hp(8080)])],
+        containers=[container(ports=[hp(8080), hp(8080, "UDP", container_port=81),
+                                     hp(8080, ip="10.0.0.1", container_port=82),
+                                     hp(8080, ip="0.0.0.0", container_port=83),
+                                     hp(0, container_port=84), {"containerPort": 85}]),
+                    container(name="side", ports=[hp(0, container_port=84),
+                                                  hp(8080, "SCTP", container_port=86)])]))
+    assert rec.name == "web"
+    # the records keep every host port the scheduler sees (the sidecar's too)
+    assert sorted((h.protocol, h.host_ip, h.port) for h in rec.host_ports) == sorted([
+        ("TCP", "0.0.0.0", 8080), ("UDP", "0.0.0.0", 8080), ("TCP", "10.0.0.1", 8080),
+        ("TCP", "0.0.0.0", 8080), ("SCTP", "0.0.0.0", 8080), ("TCP", "0.0.0.0", 8080)])
+
+
+def test_a_template_repeat_with_a_host_port_conflict_is_refused():
+    pods = pods_of_one_template(4, containers=[container(ports=[hp(80), hp(80, container_port=81)])])
+    with pytest.raises(ManifestError) as alone:
+        parse_pod(pods[2])
+    for parse in (lambda: parse_objects(pods),
+                  lambda: PodTemplates(parse_pod).parse_columns(pods)):
+        with pytest.raises(ManifestError) as info:
+            parse()
+        assert info.value.field == "spec.containers[0].ports[1].hostPort"
+        assert info.value.problem == alone.value.problem
+
+
 @pytest.mark.parametrize("spec, field, words", [
     ({"containers": [{"image": "nginx"}]}, "spec.containers[0].name", "Required value"),
     ({"containers": [container(), {"name": "", "image": "x"}]}, "spec.containers[1].name",
@@ -292,16 +382,19 @@ def test_name_rules_off_let_nameless_containers_and_free_volume_names_through(mo
 # a refused operation changes nothing
 
 
-def test_a_refused_submit_leaves_the_simulation_unchanged():
+@pytest.mark.parametrize("ports, field", [
+    ([{"name": "HTTP", "containerPort": 80}], "spec.containers[0].ports[0].name"),
+    ([hp(80), hp(80, container_port=81)], "spec.containers[0].ports[1].hostPort"),
+])
+def test_a_refused_submit_leaves_the_simulation_unchanged(ports, field):
     sim = Simulation([node_dict("n1", cpu="4", memory="16Gi")], backend="numpy", seed=1)
     good = pod_dict("good", cpu="1")
     bad = pod_dict("bad", cpu="1")
-    bad["spec"]["containers"][0]["ports"] = [{"name": "HTTP", "containerPort": 80}]
+    bad["spec"]["containers"][0]["ports"] = ports
     agenda = list(sim.agenda)
     with pytest.raises(ManifestError) as info:
         sim.submit([good, bad])
-    assert (info.value.obj, info.value.field) == ("Pod default/bad",
-                                                  "spec.containers[0].ports[0].name")
+    assert (info.value.obj, info.value.field) == ("Pod default/bad", field)
     assert list(sim.agenda) == agenda
     sim.step(until=10)
     assert not sim.cluster.state.pods           # the good pod did not arrive either
