@@ -94,7 +94,7 @@ from .meta import (
 from .quantity import INT64_MAX
 from tensorsched.framework.records.records import PodClass, PodRecord
 
-__all__ = ["COLUMNS", "is_resource_column", "read_pods_parquet", "read_pods_table"]
+__all__ = ["COLUMNS", "bad_pod_name", "is_resource_column", "read_pods_parquet", "read_pods_table"]
 
 #: Columns with a fixed meaning (request columns besides these: ``is_resource_column``).
 COLUMNS = ("name", "namespace", "template", "cpu", "memory", "labels", "priority",
@@ -491,17 +491,28 @@ _ROW_LABELS = ObjectContext("labels")
 _NAME_RE2 = f"^{DNS1123_SUBDOMAIN_FMT}$"
 
 
-def _check_names(t: _Table, names: pa.Array) -> None:
-    """Every row's name a DNS-1123 subdomain (a Pod's ``metadata.name``),
-    vectorized; the first row that is not refused with upstream's words."""
+def bad_pod_name(names: pa.Array) -> tuple[int, str] | None:
+    """(row, problem) of the first of ``names`` (a string array without
+    nulls) that is no Pod ``metadata.name`` (a DNS-1123 subdomain), in
+    upstream's words; None when every one is, or when ``NameRules`` is off.
+    Vectorized: one regex pass over the column."""
     if not NameRules.enforced:
-        return
+        return None
     bad = pc.or_(pc.invert(pc.match_substring_regex(names, _NAME_RE2)),
                  pc.greater(pc.binary_length(names), DNS1123_SUBDOMAIN_MAX_LENGTH))
-    if pc.any(bad).as_py():
-        row = _first(bad)
-        name = names[row].as_py()
-        t.fail(row, "name", invalid_value(name, dns1123_subdomain_errors(name)))
+    if not pc.any(bad).as_py():
+        return None
+    row = _first(bad)
+    name = names[row].as_py()
+    return row, invalid_value(name, dns1123_subdomain_errors(name))
+
+
+def _check_names(t: _Table, names: pa.Array) -> None:
+    """Every row's name a Pod name (``bad_pod_name``); the first row that
+    is not refused."""
+    bad = bad_pod_name(names)
+    if bad:
+        t.fail(bad[0], "name", bad[1])
 
 
 def _stringish(t) -> bool:

@@ -3,7 +3,8 @@
 The generic trace schema (a CSV file, a Parquet file or an Arrow table; one
 row per pod):
 
-``name``            string, required, non-empty; ``namespace``/``name`` unique.
+``name``            string, required, a DNS-1123 subdomain (a Pod's name);
+                    ``namespace``/``name`` unique.
 ``namespace``       string, optional (empty/null: ``default``).
 ``arrival``         seconds on the simulated clock (a number >= 0), required.
 ``departure``       seconds (>= arrival), optional: the pod is deleted then
@@ -62,6 +63,7 @@ from tensorsched.framework.parsing.pod_tables import (
     COLUMNS as POD_COLUMNS,
 )
 from tensorsched.framework.parsing.pod_tables import (
+    bad_pod_name,
     is_resource_column,
     read_pods_table,
 )
@@ -334,8 +336,8 @@ def _stringish(t) -> bool:
 
 
 def _finish(trace: Trace) -> Trace:
-    """Sort by arrival (stable), check names are unique and the pod columns
-    parse (once per distinct combination of them)."""
+    """Sort by arrival (stable), check names are Pod names and unique and
+    the pod columns parse (once per distinct combination of them)."""
     table = trace.table
     n = table.num_rows
     if n == 0:
@@ -349,6 +351,11 @@ def _finish(trace: Trace) -> Trace:
     bad = pc.or_(names.is_null(), pc.equal(pc.fill_null(names, ""), ""))
     if pc.any(bad).as_py():
         raise TraceError(trace.where(_first(bad)), "name", "required (a non-empty string)")
+    # every row's name now, not as the run reaches the row: a refused
+    # trace is refused before it changes anything
+    bad_name = bad_pod_name(names)
+    if bad_name:
+        raise TraceError(trace.where(bad_name[0]), "name", bad_name[1])
     if "namespace" in table.column_names:
         ns = table.column("namespace").combine_chunks()
         tt = ns.type.value_type if pa.types.is_dictionary(ns.type) else ns.type

@@ -213,3 +213,76 @@ def test_trace_arrivals_in_the_past_are_refused():
     from_table = pa.table({"name": ["a"], "arrival": [1.0]})
     with pytest.raises(Exception, match="before the simulation's time"):
         sim.submit(from_table)
+
+
+# --------------------------------------------------------------------------
+# pod names: DNS-1123 subdomains, as a manifest's, checked for every row
+# when the trace is read (not as the run reaches the row)
+
+
+@pytest.mark.parametrize("name, words", [
+    ("Web-1", "a lowercase RFC 1123 subdomain"),
+    ("web_1", "a lowercase RFC 1123 subdomain"),
+    ("web-", "must start and end with an alphanumeric character"),
+    ("a" * 254, "must be no more than 253 characters"),
+])
+def test_csv_trace_names_are_pod_names(tmp_path, name, words):
+    p = tmp_path / "names.csv"
+    # the bad row, on line 3, arrives last (rows are sorted by arrival):
+    # the message names its line
+    p.write_text(HEAD + "ok-1,,5,,,1,1Gi,,,\n"
+                 f" {name} ,,9,,,1,1Gi,,,\nok.2,,1,,,1,1Gi,,,\n")
+    with pytest.raises(TraceError) as e:
+        read_trace(p)
+    assert (e.value.where, e.value.column) == (f"{p}:3", "name"), str(e.value)
+    assert e.value.problem.startswith(f'Invalid value: "{name}": ') and words in e.value.problem
+
+
+def test_table_trace_names_are_pod_names(tmp_path):
+    table = pa.table({"name": ["a", "b.c", "B"], "arrival": [0.0, 1.0, 2.0], "cpu": [100] * 3})
+    p = tmp_path / "t.parquet"
+    pq.write_table(table, p)
+    for read, where in [(lambda: read_trace(p), f"{p}: row 2"),
+                        (lambda: trace_from_table(table), "trace table: row 2"),
+                        (lambda: trace_from_table(table.set_column(
+                            0, "name", pa.array(["a", "b.c", "B"]).dictionary_encode())),
+                         "trace table: row 2")]:
+        with pytest.raises(TraceError) as e:
+            read()
+        assert (e.value.where, e.value.column) == (where, "name"), str(e.value)
+        assert e.value.problem.startswith('Invalid value: "B": ')
+
+
+def test_name_rules_off_let_free_trace_names_through(monkeypatch):
+    # the golden cases' harness turns the name rules off, as for manifests
+    from tensorsched.framework.parsing.meta import NameRules
+    monkeypatch.setattr(NameRules, "enforced", False)
+    tr = trace_from_table(pa.table({"name": ["Pod_1"], "arrival": [0.0], "cpu": [100]}))
+    assert tr.records(0, 1)[0].name == "Pod_1"
+
+
+def test_a_trace_with_a_bad_name_leaves_the_simulation_unchanged(tmp_path):
+    sim = Simulation([node_dict("n1")], backend="numpy", seed=1)
+    sim.submit([{"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": "first", "namespace": "default"},
+                 "spec": {"containers": [{"name": "c", "image": "x",
+                                          "resources": {"requests": {"cpu": "100m"}}}]}}], at=1)
+    agenda = list(sim.agenda)
+    # the bad row is the last to arrive: refused at submit, not at 50s mid-run
+    table = pa.table({"name": ["a", "b", "Bad_Name"], "arrival": [2.0, 3.0, 50.0],
+                      "cpu": [100, 100, 100]})
+    with pytest.raises(TraceError) as e:
+        sim.submit(table)
+    assert str(e.value).startswith('trace table: row 2: name: Invalid value: "Bad_Name"')
+    p = tmp_path / "bad.csv"
+    p.write_text("name,arrival,cpu\na,2,100m\nBad_Name,50,100m\n")
+    with pytest.raises(TraceError, match=r"bad.csv:3: name: Invalid value"):
+        sim.submit(read_trace(p))
+    assert list(sim.agenda) == agenda
+    sim.step(until=100)
+    assert set(sim.cluster.state.pods) == {"default/first"}
+    assert sim.submit(table.set_column(0, "name", pa.array(["a", "b", "bad-name"])),
+                      at=100) == 3
+    sim.step(until=200)
+    assert set(sim.cluster.state.pods) == {"default/first", "default/a", "default/b",
+                                           "default/bad-name"}
