@@ -21,6 +21,7 @@ from tensorsched.topology import gpu as G
 from tensorsched.topology.gpu_table import GpuTable
 from tensorsched.topology.node_topology import ANNO_NODE_TOPOLOGY, from_annotation
 from tensorsched.topology.openb import replay as R
+from tensorsched.topology.openb.trace import read_openb_trace
 from tensorsched.generators.gpu_clusters import gpu_config, gpu_node
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
@@ -328,7 +329,6 @@ def test_pod_csv_errors_name_file_line_column(tmp_path, row, column, problem):
 
 def test_trace_csv_pod_names_are_checked_as_the_api_server_does(tmp_path):
     # the Simulation's reader of the openb pod CSV names the file, line and column
-    from tensorsched.topology.openb.trace import read_openb_trace
     header = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time\n"
     path = _write(tmp_path, "trace.csv",
                   header + "ok,1000,1024,1,1000,0\nWeb_1,1000,1024,1,1000,1\n")

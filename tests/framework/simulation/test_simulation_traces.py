@@ -7,6 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tensorsched.generators.clusters import node_dict
+from tensorsched.framework.parsing.meta import NameRules
 from tensorsched.framework.simulation.simulation import Simulation
 from tensorsched.framework.simulation.trace import TraceError, read_trace, trace_from_table
 from tensorsched.topology.gpu import CsvError
@@ -255,7 +256,6 @@ def test_table_trace_names_are_pod_names(tmp_path):
 
 def test_name_rules_off_let_free_trace_names_through(monkeypatch):
     # the golden cases' harness turns the name rules off, as for manifests
-    from tensorsched.framework.parsing.meta import NameRules
     monkeypatch.setattr(NameRules, "enforced", False)
     tr = trace_from_table(pa.table({"name": ["Pod_1"], "arrival": [0.0], "cpu": [100]}))
     assert tr.records(0, 1)[0].name == "Pod_1"
