@@ -241,6 +241,10 @@ print('cycle on cuda: p50', d.get('p50_us'), 'us (target <= 200);', \
   else
     echo "skipped run_sort cuda: deadline" | tee -a "$runs/skipped.txt"
   fi
+  # DynamicResources' per-node search on the device (a GPU slice of 8 per
+  # node, whole GPUs, MIG partitions, matchAttribute across two requests):
+  # issue target <= 100 us a pod for the allocation pass at 10,000 nodes
+  bench dra-gpu 2000
 } 2>&1 | tee -a "$out/bench.log"
 
 "$py" - "$runs" "$out/gpu-check.json" "$deadline" "$test_budget" "$batch_max" \
