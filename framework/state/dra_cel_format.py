@@ -11,7 +11,10 @@ on ``dra_cel``'s values.
 - ``%d`` integers; ``%f`` doubles with ``.N`` decimals (6 by default) and
   thousands grouped as the en-US locale writes them (``1,234.500000``);
   ``%e`` doubles in scientific notation as that locale writes it
-  (``2.718280 × 10⁰⁰``, narrow no-break spaces around the sign);
+  (``2.718280 × 10⁰⁰``, narrow no-break spaces around the sign; always
+  6 decimals, the precision read as a width: see ``_scientific``);
+  infinities are ``∞`` / ``-∞`` and NaN ``NaN`` for both (a string
+  ``"Infinity"``, ``"-Infinity"`` or ``"NaN"`` is taken for that double);
 - ``%b`` integers (and bools) in binary, ``%o`` in octal, ``%x`` / ``%X``
   integers in hexadecimal and strings as the hexadecimal of their UTF-8
   bytes;
@@ -115,16 +118,23 @@ def _fixed(v, precision: int) -> str:
     return _grouped(f"{x:.{precision}f}")
 
 
-def _scientific(v) -> str:
+def _scientific(v, precision: int) -> str:
+    """``%e``: always 6 decimals; the clause's precision (6 by default) is
+    handed to the locale printer as a *width* (cel-go writes ``%<p>e``), so
+    a shorter result is padded on the left with spaces to ``precision``
+    characters (``"%e"`` of infinity is ``"     ∞"``; ``%.0e`` reads as the
+    zero flag, no width)."""
     x = _double_of(v, "e")
     if x != x:
-        return "NaN"
-    if x in (float("inf"), float("-inf")):
-        return "∞" if x > 0 else "-∞"
-    mantissa, _, exponent = f"{x:.6e}".partition("e")
-    power = int(exponent)
-    digits = f"{'-' if power < 0 else ''}{abs(power):02d}".translate(_SUPERSCRIPT)
-    return f"{mantissa}\u202f×\u202f10{digits}"
+        text = "NaN"
+    elif x in (float("inf"), float("-inf")):
+        text = "∞" if x > 0 else "-∞"
+    else:
+        mantissa, _, exponent = f"{x:.6e}".partition("e")
+        power = int(exponent)
+        digits = f"{'-' if power < 0 else ''}{abs(power):02d}".translate(_SUPERSCRIPT)
+        text = f"{mantissa}\u202f×\u202f10{digits}"
+    return text.rjust(precision)
 
 
 def _quoted(v, text: str) -> str:
@@ -214,7 +224,7 @@ def _clause(clause: str, precision, v) -> str:
     if clause == "f":
         return _fixed(v, 6 if precision is None else precision)
     if clause == "e":
-        return _scientific(v)
+        return _scientific(v, 6 if precision is None else precision)
     if clause == "b":
         if isinstance(v, bool):
             return "1" if v else "0"

@@ -307,6 +307,16 @@ def test_regex_library_type_errors():
     '"%s %s %s".format([3.0, 1e8, [1.5]]) == "3 1e+08 [1.500000]"',
     '"%.2f".format([1234.5678]) == "1,234.57"',
     '"%x".format(["Hello"]) == "48656c6c6f"',
+    # infinities and NaN (a double, or the strings cel-go takes for one):
+    # the locale printer's symbols; %e hands its precision (6 by default)
+    # to the printer as a width, so what is shorter is padded on the left
+    '"%f".format([double("Infinity")]) == "\\u221e" && "%.2f".format(["-Infinity"]) == '
+    '"-\\u221e" && "%f".format(["NaN"]) == "NaN"',
+    '"%e".format([double("Infinity")]) == "     \\u221e"',
+    '"%e".format(["-Infinity"]) == "    -\\u221e" && "%e".format([double("NaN")]) == "   NaN"',
+    '"%.0e".format([1.0/0.0]) == "\\u221e" && "%.1e".format(["NaN"]) == "NaN"',
+    '"%.20e".format([2.71828]) == "     2.718280\\u202f\\u00d7\\u202f10\\u2070\\u2070"',
+    '"%.2e".format([1052.032911275]) == "1.052033\\u202f\\u00d7\\u202f10\\u2070\\u00b3"',
     # a list literal in format's arguments may mix types
     '"%s".format([[1, "a"]]) == "[1, \\"a\\"]"',
     'strings.quote("single-quote with \\"double quote\\"") == '
