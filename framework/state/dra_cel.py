@@ -12,9 +12,10 @@ quantity methods (``compareTo``, ``isGreaterThan``, ``isLessThan``,
 ``matches`` / ``startsWith`` / ``endsWith`` / ``contains``, the regex
 library's ``find`` / ``findAll``, and the libraries the base environment
 enables for stored selectors: cel-go's sets extension and two-variable
-comprehensions, Kubernetes' lists, IP, CIDR and URL libraries, the strings
-extension's ``format`` and ``strings.quote`` (``dra_cel_lists``,
-``dra_cel_net``, ``dra_cel_urls``, ``dra_cel_format``, ``dra_cel_syntax``).
+comprehensions, Kubernetes' lists, IP, CIDR, URL and named-format
+libraries, the strings extension's ``format`` and ``strings.quote``
+(``dra_cel_lists``, ``dra_cel_net``, ``dra_cel_urls``,
+``dra_cel_named_formats``, ``dra_cel_format``, ``dra_cel_syntax``).
 
 Expressions are parsed with cel-python (``celpy``).  The forms drivers and
 users write are then evaluated for every device at once: each comparison,
@@ -65,6 +66,7 @@ from tensorsched.framework.parsing.semver import Semver, parse_semver
 
 from .dra_cel_format import format_string, quote
 from .dra_cel_lists import LIST_METHODS, SET_FUNCTIONS
+from .dra_cel_named_formats import NAMED_FORMAT_FUNCTIONS, NAMED_FORMAT_METHODS
 from .dra_cel_net import NET_FUNCTIONS, NET_METHODS
 from .dra_cel_urls import URL_FUNCTIONS, URL_METHODS
 from .dra_cel_values import (
@@ -344,6 +346,8 @@ METHODS = {
     # Kubernetes' IP, CIDR and URL libraries
     **NET_METHODS,
     **URL_METHODS,
+    # Kubernetes' named-format library (format.dns1123Label().validate(s))
+    **NAMED_FORMAT_METHODS,
     "charAt": _char_at,
     # the strings extension at version 2 (format: dra_cel_format)
     "format": format_string,
@@ -367,6 +371,7 @@ FUNCTIONS = {
     "strings.quote": quote,
     **NET_FUNCTIONS,
     **URL_FUNCTIONS,
+    **NAMED_FORMAT_FUNCTIONS,
 }
 
 

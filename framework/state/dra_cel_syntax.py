@@ -44,6 +44,7 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, Evaluator
 
+from .dra_cel_named_formats import FORMAT_NAMES
 from .dra_cel_values import NONE, TWO_VARIABLE_MACROS, CelOptional
 
 __all__ = ["parse", "OptionalEvaluator", "OptionalRunner", "optional_functions",
@@ -68,7 +69,8 @@ OPTIONAL_GLOBALS = ("of", "ofNonZeroValue", "none", "unwrap")
 #: namespaced global functions: namespace -> names (``sets.contains``: the
 #: sets extension's)
 NAMESPACED = {"optional": OPTIONAL_GLOBALS, "sets": ("contains", "equivalent", "intersects"),
-              "strings": ("quote",), "ip": ("isCanonical",)}
+              "strings": ("quote",), "ip": ("isCanonical",),
+              "format": ("named", *FORMAT_NAMES)}
 #: receiver macros of the library (their first argument names a variable)
 OPTIONAL_MACROS = ("optMap", "optFlatMap")
 

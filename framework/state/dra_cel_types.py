@@ -30,6 +30,7 @@ from .dra_cel import (
 )
 from .dra_cel_format import CLAUSE_TYPES, clause_error, parse_clauses
 from .dra_cel_lists import SET_FUNCTIONS
+from .dra_cel_named_formats import FORMAT_NAMES, FORMAT_TYPE
 
 __all__ = ["check_types"]
 
@@ -99,6 +100,7 @@ _METHOD_TYPES = {
     **{name: [(_URL, (), "string")] for name in (
         "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath")},
     "getQuery": [(_URL, (), "map(string, list(string))")],
+    "validate": [(FORMAT_TYPE, ("string",), "optional_type(list(string))")],
     "format": [("string", ("list",), "string")],
     "findAll": [("string", ("string",), "list(string)"),
                 ("string", ("string", "int"), "list(string)")],
@@ -131,6 +133,8 @@ _FUNCTION_TYPES = {
     "isURL": [(("string",), "bool")],
     **{name: [(("string",), "bool")] for name in ("isIP", "isCIDR", "ip.isCanonical")},
     "size": [((t,), "int") for t in ("string", "bytes", "list", "map")],
+    "format.named": [(("string",), f"optional_type({FORMAT_TYPE})")],
+    **{f"format.{name}": [((), FORMAT_TYPE)] for name in FORMAT_NAMES},
 }
 _ARITHMETIC = {
     "addition_add": ("_+_", ("int", "uint", "double", "string", "bytes", "list")),

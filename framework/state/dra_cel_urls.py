@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, quote, unquote
 
 from .dra_cel_values import CelRuntimeError, type_name
 
-__all__ = ["URL", "URL_FUNCTIONS", "URL_METHODS"]
+__all__ = ["URL", "URL_FUNCTIONS", "URL_METHODS", "parse_request_uri"]
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*")
 
@@ -85,6 +85,11 @@ def _parse(raw: str) -> URL:
         bad = re.search(r"%.{0,2}", rest[rest.find("%"):]).group(0)
         raise ValueError(f'parse "{raw}": invalid URL escape "{bad}"')
     return URL(scheme, host, path, query)
+
+
+def parse_request_uri(raw: str) -> URL:
+    """Go's ``url.ParseRequestURI`` (ValueError with its error text)."""
+    return _parse(raw)
 
 
 def url(v) -> URL:

@@ -1,6 +1,6 @@
 """The CEL libraries of Kubernetes' base environment beyond the standard
 ones, in DRA selectors: cel-go's sets extension, its two-variable
-comprehensions and Kubernetes' lists library.  Answers are cel-go's (the
+comprehensions and Kubernetes' lists and named-format libraries.  Answers are cel-go's (the
 examples of its documentation), the column compiler agrees with cel-python
 device by device, and the type check refuses what cel-go's checker does."""
 
@@ -497,3 +497,117 @@ def test_url_type_errors():
         check_types("url(1).getHost() == ''")
     with pytest.raises(CelError, match="not kubernetes.URL"):
         check_types("url('/x')")
+
+
+# --------------------------------------------------------------------------
+# Kubernetes' named-format library (format.<name>().validate(s))
+
+_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
+              "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
+              "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                  "characters, '-' or '.', and must start and end with an alphanumeric character "
+                  "(e.g. 'example.com', regex used for validation is "
+                  "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+_DNS1035_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+                "start with an alphabetic character, and end with an alphanumeric character "
+                "(e.g. 'my-name',  or 'abc-123', regex used for validation is "
+                "'[a-z]([-a-z0-9]*[a-z0-9])?')")
+_QUALIFIED_MSG = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must "
+                  "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  "
+                  "or '123-abc', regex used for validation is "
+                  "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+_LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, "
+                    "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
+                    "'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+                    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+
+
+def _cel_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+@pytest.mark.parametrize("call, problems", [
+    # upstream's library tests (apiserver/pkg/cel/library/format_test.go)
+    ('format.dns1123Label().validate("my-label-name")', None),
+    ('format.dns1123Subdomain().validate("apiextensions.k8s.io")', None),
+    ('format.qualifiedName().validate("apiextensions.k8s.io/v1beta1")', None),
+    ('format.dns1123LabelPrefix().validate("my-label-prefix-")', None),
+    ('format.dns1123SubdomainPrefix().validate("mysubdomain.prefix.-")', None),
+    ('format.dns1035LabelPrefix().validate("my-label-prefix-")', None),
+    ('format.uri().validate("http://example.com")', None),
+    ('format.uuid().validate("123e4567-e89b-12d3-a456-426614174000")', None),
+    ('format.byte().validate("aGVsbG8=")', None),
+    ('format.date().validate("2021-01-01")', None),
+    ('format.datetime().validate("2021-01-01T00:00:00Z")', None),
+    ('format.dns1123Label().validate("contains a space")', [_LABEL_MSG]),
+    ('format.dns1123Subdomain().validate("contains a space")', [_SUBDOMAIN_MSG]),
+    ('format.dns1035Label().validate("contains a space")', [_DNS1035_MSG]),
+    ('format.qualifiedName().validate("contains a space")', [_QUALIFIED_MSG]),
+    ('format.dns1123LabelPrefix().validate("contains a space-")', [_LABEL_MSG]),
+    ('format.dns1123SubdomainPrefix().validate("contains a space-")', [_SUBDOMAIN_MSG]),
+    ('format.dns1035LabelPrefix().validate("contains a space-")', [_DNS1035_MSG]),
+    ('format.dns1035Label().validate("my-label-name")', None),
+    ('format.qualifiedName().validate("my.name")', None),
+    ('format.byte().validate("aGVsbG8")', ["invalid base64"]),
+    ('format.date().validate("2020-01-32")', ["invalid date"]),
+    ('format.datetime().validate("2020-01-32T00:00:00Z")', ["invalid datetime"]),
+    ('format.labelValue().validate("my-cool-label-Value")', None),
+    ('format.labelValue().validate("my-cool-label-Value!!\\n\\n!!!")', [_LABEL_VALUE_MSG]),
+    # derived by hand from the same rules
+    ('format.named("dns1123Label").value().validate("UPPER")', [_LABEL_MSG]),
+    ('format.dns1123Label().validate("' + "a" * 64 + '")', ["must be no more than 63 characters"]),
+    ('format.dns1123LabelPrefix().validate("ab-")', None),       # masked to "aa"
+    ('format.dns1123LabelPrefix().validate("-")', [_LABEL_MSG]),  # too short to mask
+    ('format.uri().validate("x")', ['parse "x": invalid URI for request']),
+    ('format.uri().validate("")', ['parse "": empty url']),
+    ('format.uuid().validate("123E4567E89B12D3A456426614174000")', None),
+    ('format.uuid().validate("123e4567-e89b-12d3-a456-42661417400")',
+     ["does not match the UUID format"]),
+    ('format.byte().validate("")', ["invalid base64"]),
+    ('format.date().validate("2024-02-29")', None),
+    ('format.date().validate("2023-02-29")', ["invalid date"]),
+    ('format.date().validate("2023-13-01")', ["invalid date"]),
+    ('format.datetime().validate("2021-01-01t23:59:59.5+01:00")', None),
+    ('format.datetime().validate("2021-01-01T24:00:00Z")', ["invalid datetime"]),
+    ('format.datetime().validate("2021-01-01")', ["invalid datetime"]),
+])
+def test_named_formats_validate_as_kubernetes(call, problems):
+    want = "optional.none()" if problems is None else \
+        "optional.of([" + ", ".join(_cel_string(p) for p in problems) + "])"
+    assert _one(f"{call} == {want}") is True
+
+
+def test_named_format_lookup_and_equality():
+    """``format.named(n)`` has each constant format, equal to
+    ``format.n()`` and to no other; an unknown name is none."""
+    from tensorsched.framework.state.dra_cel_named_formats import FORMAT_NAMES
+
+    assert _one('format.named("unknown").hasValue()') is False
+    for a in FORMAT_NAMES:
+        assert _one(f'format.named("{a}").hasValue() && '
+                    f'format.named("{a}").value() == format.{a}()') is True
+        for b in FORMAT_NAMES:
+            if a != b:
+                assert _one(f"format.{a}() == format.{b}()") is False
+
+
+def test_named_format_of_an_attribute_answers_per_device():
+    cols = _columns([{"name": "d0", "attributes": {"host": {"string": "gpu-0"}}},
+                     {"name": "d1", "attributes": {"host": {"string": "GPU_0"}}},
+                     {"name": "d2", "attributes": {"host": {"int": 3}}}])
+    _, got = _answers(f"!format.dns1123Label().validate({D}.host).hasValue()", cols)
+    assert got == [True, False, "no such overload: kubernetes.NamedFormat.validate(int)"]
+
+
+@pytest.mark.parametrize("expr, words", [
+    ('format.dns1123Label().validate(1).hasValue()',
+     r"found no matching overload for 'validate' applied to 'kubernetes.NamedFormat.\(int\)'"),
+    ('format.named(1).hasValue()', r"'format.named' applied to '\(int\)'"),
+    ('format.uri().validate("x") == true', r"'_==_' applied to "
+                                            r"'\(optional_type\(list\(string\)\), bool\)'"),
+])
+def test_named_format_type_errors(expr, words):
+    compile_selector(expr)
+    with pytest.raises(CelError, match=words):
+        check_types(expr)
