@@ -12,9 +12,11 @@ quantity methods (``compareTo``, ``isGreaterThan``, ``isLessThan``,
 ``matches`` / ``startsWith`` / ``endsWith`` / ``contains``, the regex
 library's ``find`` / ``findAll``, and the libraries the base environment
 enables for stored selectors: cel-go's sets extension and two-variable
-comprehensions, Kubernetes' lists, IP, CIDR, URL and named-format
-libraries, the strings extension's ``format`` and ``strings.quote``
-(``dra_cel_lists``, ``dra_cel_net``, ``dra_cel_urls``,
+comprehensions, its lists extension (``slice``, ``flatten``, ``sort``,
+``sortBy``, ``lists.range``, ...), Kubernetes' lists, IP, CIDR, URL and
+named-format libraries, the strings extension's ``format`` and
+``strings.quote`` (``dra_cel_lists``, ``dra_cel_lists_ext``,
+``dra_cel_net``, ``dra_cel_urls``,
 ``dra_cel_named_formats``, ``dra_cel_format``, ``dra_cel_syntax``).
 
 Expressions are parsed with cel-python (``celpy``).  The forms drivers and
@@ -66,6 +68,7 @@ from tensorsched.framework.parsing.semver import Semver, parse_semver
 
 from .dra_cel_format import format_string, quote
 from .dra_cel_lists import LIST_METHODS, SET_FUNCTIONS
+from .dra_cel_lists_ext import LISTS_EXT_FUNCTIONS, LISTS_EXT_METHODS
 from .dra_cel_named_formats import NAMED_FORMAT_FUNCTIONS, NAMED_FORMAT_METHODS
 from .dra_cel_net import NET_FUNCTIONS, NET_METHODS
 from .dra_cel_urls import URL_FUNCTIONS, URL_METHODS
@@ -343,6 +346,8 @@ METHODS = {
     "sum": LIST_METHODS["sum"],
     "min": LIST_METHODS["min"],
     "max": LIST_METHODS["max"],
+    # cel-go's lists extension (version 3)
+    **LISTS_EXT_METHODS,
     # Kubernetes' IP, CIDR and URL libraries
     **NET_METHODS,
     **URL_METHODS,
@@ -372,6 +377,7 @@ FUNCTIONS = {
     **NET_FUNCTIONS,
     **URL_FUNCTIONS,
     **NAMED_FORMAT_FUNCTIONS,
+    **LISTS_EXT_FUNCTIONS,
 }
 
 
@@ -432,7 +438,7 @@ RELATIONS = {
 
 #: CEL's comprehension macros (``list.exists(x, ...)``): their first
 #: argument names a variable
-MACROS = ("all", "exists", "exists_one", "map", "filter", "optMap", "optFlatMap")
+MACROS = ("all", "exists", "exists_one", "map", "filter", "optMap", "optFlatMap", "sortBy")
 
 
 class Opaque(Exception):

@@ -44,8 +44,9 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, Evaluator
 
+from .dra_cel_lists_ext import sort_by_keys
 from .dra_cel_named_formats import FORMAT_NAMES
-from .dra_cel_values import NONE, TWO_VARIABLE_MACROS, CelOptional
+from .dra_cel_values import NONE, TWO_VARIABLE_MACROS, CelOptional, CelRuntimeError
 
 __all__ = ["parse", "OptionalEvaluator", "OptionalRunner", "optional_functions",
            "OPTIONAL_GLOBALS", "OPTIONAL_MACROS", "NAMESPACED"]
@@ -70,7 +71,7 @@ OPTIONAL_GLOBALS = ("of", "ofNonZeroValue", "none", "unwrap")
 #: sets extension's)
 NAMESPACED = {"optional": OPTIONAL_GLOBALS, "sets": ("contains", "equivalent", "intersects"),
               "strings": ("quote",), "ip": ("isCanonical",),
-              "format": ("named", *FORMAT_NAMES)}
+              "format": ("named", *FORMAT_NAMES), "lists": ("range",)}
 #: receiver macros of the library (their first argument names a variable)
 OPTIONAL_MACROS = ("optMap", "optFlatMap")
 
@@ -434,12 +435,36 @@ class OptionalEvaluator(Evaluator):
             if not isinstance(result, CelOptional):
                 return _no_overload("optFlatMap", result)
             return result
+        if method == "sortBy" and len(tree.children) > 2 \
+                and len(tree.children[2].children) == 2:
+            return self._sort_by(tree)
         if method in _COMPREHENSIONS and len(tree.children) > 2:
             target = self.visit(tree.children[0])
             if not isinstance(target, (celtypes.ListType, celtypes.MapType, CELEvalError)):
                 # cel-python would walk a string's characters; cel-go refuses
                 return CELEvalError(f"got '{_go_type(target)}', expected iterable type")
         return super().member_dot_arg(tree)
+
+    def _sort_by(self, tree):
+        """``l.sortBy(v, key)`` (cel-go's lists extension): ``l`` ordered by
+        ``key`` evaluated with ``v`` bound to each element."""
+        target = self.visit(tree.children[0])
+        if isinstance(target, CELEvalError):
+            return target
+        if not isinstance(target, celtypes.ListType):
+            return CELEvalError(f"got '{_go_type(target)}', expected iterable type")
+        var_node, key_node = tree.children[2].children
+        name, body = _macro_name(var_node), self.sub_evaluator(key_node)
+        keys = []
+        for item in target:
+            key = body.evaluate({name: item})
+            if isinstance(key, CELEvalError):
+                return key
+            keys.append(key)
+        try:
+            return celtypes.ListType(sort_by_keys(target, keys))
+        except CelRuntimeError as exc:
+            return CELEvalError(str(exc))
 
     def list_elems(self, tree):
         out = []

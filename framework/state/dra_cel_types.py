@@ -134,6 +134,7 @@ _FUNCTION_TYPES = {
     **{name: [(("string",), "bool")] for name in ("isIP", "isCIDR", "ip.isCanonical")},
     "size": [((t,), "int") for t in ("string", "bytes", "list", "map")],
     "format.named": [(("string",), f"optional_type({FORMAT_TYPE})")],
+    "lists.range": [(("int",), "list(int)")],
     **{f"format.{name}": [((), FORMAT_TYPE)] for name in FORMAT_NAMES},
 }
 _ARITHMETIC = {
@@ -233,6 +234,9 @@ def _fits(actual: str, expected: str) -> bool:
     return _is_dyn(actual) or _is_dyn(expected) or _family(actual) == _family(expected)
 
 
+#: cel-go's lists extension: method -> the argument counts it takes
+_LIST_EXT_ARGS = {"slice": (2,), "flatten": (0, 1), "reverse": (0,), "distinct": (0,),
+                  "sort": (0,)}
 #: methods of cel-go's optional library: name -> (receiver kind, arguments)
 _OPTIONAL_METHODS = {"hasValue": 0, "value": 0, "orValue": 1, "or": 1}
 #: comprehension macros whose body is a condition: the operator it feeds
@@ -530,6 +534,11 @@ class _TypeChecker:
             self._refuse(pos, "_?_:_", ("bool", body, _optional_of(_DYN)))
         element = self._range(target_node, target)[1 if _family(target) == "list" else 0]
         body = self.type_of(args[1], {**bound, var: element})
+        if method == "sortBy":
+            # the keys: one comparable type (cel-go's @sortByAssociatedKeys)
+            if _family(target) == "map" or (not _is_dyn(body) and body not in _ORDERED):
+                self._refuse(pos, "@sortByAssociatedKeys", (f"list({body})",), target)
+            return target if _family(target) == "list" else f"list({_DYN})"
         op = _CONDITION_MACROS.get(method)
         if op is not None and not _fits(body, "bool"):
             if op == "_?_:_":
@@ -641,6 +650,8 @@ class _TypeChecker:
             return _optional_of(_element(receiver))
         if method == "unwrapOpt" and not args:
             return self._unwrap_list(pos, method, receiver, receiver)
+        if method in _LIST_EXT_ARGS and len(args) in _LIST_EXT_ARGS[method]:
+            return self._list_ext(pos, method, receiver, args)
         if method in ("sum", "min", "max") and not args:
             # the lists library: a list's element type (numbers for sum)
             allowed = _NUMERIC if method == "sum" else _ORDERED
@@ -653,6 +664,24 @@ class _TypeChecker:
         if overloads is None:
             return _DYN
         return self._resolve(pos, method, args, receiver, overloads)
+
+    def _list_ext(self, pos, method, receiver, args) -> str:
+        """cel-go's lists extension: ``slice(int, int)``, ``flatten()`` /
+        ``flatten(int)``, ``reverse()``, ``distinct()``, ``sort()`` (of a
+        comparable element type) on a list."""
+        element = _element(receiver)
+        if not (_is_dyn(receiver) or _family(receiver) == "list") \
+                or any(not _fits(a, "int") for a in args) \
+                or (method == "sort" and not _is_dyn(element) and element not in _ORDERED):
+            self._refuse(pos, method, args, receiver)
+        if method == "flatten":
+            if args:
+                return f"list({_DYN})"
+            inner = _element(element) if _family(element) == "list" else _DYN
+            if not (_is_dyn(element) or _family(element) == "list"):
+                self._refuse(pos, method, args, receiver)
+            return f"list({inner})"
+        return receiver if _family(receiver) == "list" else f"list({_DYN})"
 
     def _optional_method(self, pos, method, receiver, args) -> str:
         inner, optional = _unwrap_optional(receiver)

@@ -611,3 +611,69 @@ def test_named_format_type_errors(expr, words):
     compile_selector(expr)
     with pytest.raises(CelError, match=words):
         check_types(expr)
+
+
+# --------------------------------------------------------------------------
+# cel-go's lists extension (version 3)
+
+
+@pytest.mark.parametrize("expr, want", [
+    # cel-go's documented examples
+    ("[1, 2, 2, 3, 3, 3].distinct() == [1, 2, 3]", True),
+    ('["b", "b", "c", "a", "c"].distinct() == ["b", "c", "a"]', True),
+    ("lists.range(5) == [0, 1, 2, 3, 4]", True),
+    ("[5, 3, 1, 2].reverse() == [2, 1, 3, 5]", True),
+    ("[1, 2, 3, 4].slice(1, 3) == [2, 3] && [1, 2, 3, 4].slice(2, 4) == [3, 4]", True),
+    ("[[1], [2, 3], [4]].flatten() == [1, 2, 3, 4]", True),
+    ("[dyn([1]), [2, dyn([3, 4])]].flatten() == [1, 2, dyn([3, 4])]", True),
+    ("[[1], [], [], [3, 4]].flatten() == [1, 3, 4]", True),
+    ("[dyn([1]), [2, dyn([3, dyn([4])])]].flatten(2) == [1, 2, 3, dyn([4])]", True),
+    ("[3, 2, 1].sort() == [1, 2, 3]", True),
+    ('["b", "c", "a"].sort() == ["a", "b", "c"]', True),
+    # by hand from the same rules
+    ("lists.range(0) == [] && lists.range(-2) == []", True),
+    ("[dyn(1), dyn(1.0), dyn(1u)].distinct() == [1]", True),
+    ("[3, 1, 2].sortBy(x, -x) == [3, 2, 1]", True),
+    ('["bb", "a", "ccc"].sortBy(s, size(s)) == ["a", "bb", "ccc"]', True),
+    # ties keep their order
+    ('[{"n": "x", "k": "2"}, {"n": "y", "k": "1"}, {"n": "z", "k": "2"}].sortBy(p, p.k)'
+     '.map(p, p.n) == ["y", "x", "z"]', True),
+    ("[].sort() == [] && [].distinct() == [] && [].reverse() == []", True),
+    ("[1, 2].slice(0, 0) == []", True),
+    ("[1, 2].slice(1, 3) == []", "cannot slice(1, 3), list is length 2"),
+    ("[1, 2].slice(2, 1) == []",
+     "cannot slice(2, 1), start index must be less than or equal to end index"),
+    ("[1, 2].slice(-1, 1) == []", "cannot slice(-1, 1), negative indexes not supported"),
+    ("[[1], [2]].flatten(-1) == []", "level must be non-negative"),
+    ("[dyn(1), dyn(1.5)].sort() == []", "list elements must have the same type"),
+    ("[1, 2].sortBy(x, x == 1 ? dyn(1) : dyn(2.0)) == []",
+     "list elements must have the same type"),
+])
+def test_lists_extension_answers_as_cel_go(expr, want):
+    assert _one(expr) == want
+
+
+def test_lists_extension_on_a_device():
+    """``sortBy`` and ``slice`` over a list built from one attribute: one
+    evaluation per distinct value, errors per device."""
+    cols = _columns([{"name": "d0", "attributes": {"n": {"int": 2}}},
+                     {"name": "d1", "attributes": {"n": {"int": 5}}},
+                     {"name": "d2", "attributes": {"n": {"int": 0}}}])
+    _, got = _answers(f"lists.range({D}.n).sortBy(i, -i).slice(0, 2) == [{D}.n - 1, {D}.n - 2]",
+                      cols)
+    assert got == [True, True, "cannot slice(0, 2), list is length 0"]
+
+
+@pytest.mark.parametrize("expr, words", [
+    ("[1, 2].flatten() == [1]", r"'flatten' applied to 'list\(int\).\(\)'"),
+    ("[[1]].sort() == []", r"'sort' applied to 'list\(list\(int\)\).\(\)'"),
+    ('[1, 2].slice("a", 1) == [1]', r"'slice' applied to 'list\(int\).\(string, int\)'"),
+    ('lists.range("a") == []', r"'lists.range' applied to '\(string\)'"),
+    ('"abc".reverse() == "cba"', r"'reverse' applied to 'string.\(\)'"),
+    ("[1, 2].sortBy(x, [x]) == [1]",
+     r"'@sortByAssociatedKeys' applied to 'list\(int\).\(list\(list\(int\)\)\)'"),
+])
+def test_lists_extension_type_errors(expr, words):
+    compile_selector(expr)
+    with pytest.raises(CelError, match=words):
+        check_types(expr)
