@@ -398,11 +398,12 @@ def celpy_module():
 @lru_cache(maxsize=1)
 def _environment():
     celpy = celpy_module()
-    # the optional forms (cel-go's optional library) on cel-python: a module
-    # that needs cel-python, so imported once it is known to be there
-    from .dra_cel_syntax import OptionalRunner
+    # the optional forms (cel-go's optional library) and the runtime cost
+    # limit on cel-python: modules that need cel-python, so imported once it
+    # is known to be there
+    from .dra_cel_cost import CostRunner
 
-    return celpy.Environment(runner_class=OptionalRunner)
+    return celpy.Environment(runner_class=CostRunner)
 
 
 def parse_expression(text: str):
@@ -439,6 +440,15 @@ RELATIONS = {
 #: CEL's comprehension macros (``list.exists(x, ...)``): their first
 #: argument names a variable
 MACROS = ("all", "exists", "exists_one", "map", "filter", "optMap", "optFlatMap", "sortBy")
+
+
+#: functions whose result is not bounded by the expression's length
+#: (``lists.range(n)``, ``s.replace("", long)``): never compiled into
+#: columns, so that cel-python evaluates them under the runtime cost limit
+#: (``dra_cel_cost``).  Every form compiled here reads values of at most
+#: the API's sizes and constants of the expression's length: its cost
+#: stays far below the limit, which it therefore never checks.
+UNBOUNDED = ("lists.range", "replace")
 
 
 class Opaque(Exception):
@@ -529,6 +539,11 @@ def _translate(node, bound: frozenset):
         )
     if d == "ident_arg":
         name = str(ch[0])
+        if name in UNBOUNDED:
+            # its cost grows with its argument: cel-python evaluates it, under
+            # the runtime cost limit (every form compiled here is bounded by
+            # the expression's length, far below the limit)
+            raise Opaque(name)
         args = tuple(_translate(a, bound) for a in (ch[1].children if len(ch) > 1 else ()))
         if name in FUNCTIONS and not _takes(FUNCTIONS[name], len(args)):
             raise Opaque(name)
@@ -585,7 +600,8 @@ def _translate(node, bound: frozenset):
             raise Opaque(method)       # binds a variable: cel-python evaluates it
         target = _translate(target_node, bound)
         args = tuple(_translate(a, bound) for a in (args_node.children if args_node else ()))
-        if method in METHODS and not _takes(METHODS[method], 1 + len(args)):
+        if method in UNBOUNDED or (method in METHODS
+                                   and not _takes(METHODS[method], 1 + len(args))):
             raise Opaque(method)
         return ("call", method, target, args)
     raise Opaque(d)
@@ -1170,9 +1186,13 @@ def _activation(driver: str, multi: bool, attrs: dict, caps: dict):
 def _run_program(program, device) -> bool:
     """Evaluate with cel-python; True/False, or _EvalError."""
     celpy = celpy_module()
+    from .dra_cel_cost import LIMIT_EXCEEDED, CostLimitExceeded
+
     driver, multi, attrs, caps = device
     try:
         result = program.evaluate(_activation(driver, multi, attrs, caps))
+    except CostLimitExceeded:
+        raise _EvalError(LIMIT_EXCEEDED) from None
     except celpy.CELEvalError as exc:
         raise _EvalError(_celpy_message(exc)) from None
     except (TypeError, ValueError, KeyError, ArithmeticError) as exc:

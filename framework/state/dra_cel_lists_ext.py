@@ -19,7 +19,7 @@ from 1.34) for DRA selectors, on ``dra_cel``'s values (tuples for lists).
 
 from __future__ import annotations
 
-from .dra_cel_values import CelRuntimeError, cel_equal, type_name
+from .dra_cel_values import COST_LIMIT, CelRuntimeError, CostLimitExceeded, cel_equal, type_name
 
 __all__ = ["LISTS_EXT_METHODS", "LISTS_EXT_FUNCTIONS", "sort_by_keys"]
 
@@ -79,6 +79,10 @@ def _distinct(items):
 def _range(n):
     if isinstance(n, bool) or not isinstance(n, int):
         raise CelRuntimeError(f"no such overload: lists.range({type_name(n)})")
+    if n + 11 > COST_LIMIT:
+        # its cost alone (n + 11, cel-go's tracker) passes the limit: the
+        # evaluation ends here, before a list of that size is built
+        raise CostLimitExceeded
     return tuple(range(n))
 
 

@@ -333,6 +333,12 @@ class OptionalEvaluator(Evaluator):
             return target
         return super().member_dot(tree)
 
+    def addition(self, tree):
+        """``+`` of two lists is a CEL list (Python's ``+`` gives a plain
+        list, which no function takes)."""
+        value = super().addition(tree)
+        return celtypes.ListType(value) if type(value) is list else value
+
     def sub_evaluator(self, ast):
         """Macro bodies are evaluated with the optional forms too."""
         return OptionalEvaluator(ast=ast, activation=self.activation)

@@ -12,8 +12,8 @@ from fractions import Fraction
 
 from tensorsched.framework.parsing.semver import Semver
 
-__all__ = ["NONE", "TWO_VARIABLE_MACROS", "CelOptional", "CelRuntimeError", "Quantity", "cel_equal", "is_cel_number",
-           "type_name"]
+__all__ = ["NONE", "TWO_VARIABLE_MACROS", "COST_LIMIT", "CelOptional", "CelRuntimeError",
+           "CostLimitExceeded", "Quantity", "cel_equal", "is_cel_number", "type_name"]
 
 
 #: cel-go's two-variable comprehensions (Kubernetes' base environment from
@@ -25,6 +25,17 @@ TWO_VARIABLE_MACROS = {"all": (3,), "exists": (3,), "existsOne": (3,), "exists_o
 
 class CelRuntimeError(Exception):
     """A runtime error of one evaluation (an error entry for the device)."""
+
+
+#: ``resourceapi.CELSelectorExpressionMaxCost``: the runtime cost limit of a
+#: selector's evaluation (``dra_cel_cost``)
+COST_LIMIT = 1_000_000
+
+
+class CostLimitExceeded(BaseException):
+    """An evaluation passed the cost limit.  cel-go panics there: no CEL
+    error value, nothing absorbs it (a BaseException, so that no handler of
+    ordinary errors on the way does)."""
 
 
 @dataclass(frozen=True)

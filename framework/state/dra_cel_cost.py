@@ -1,0 +1,508 @@
+"""The runtime cost limit of DRA selectors, counted as cel-go counts it.
+
+Upstream compiles every selector with a runtime cost limit of
+``CELSelectorExpressionMaxCost`` (1,000,000) units; cel-go's cost tracker
+adds each step's cost while the expression runs and aborts the evaluation
+with ``operation cancelled: actual cost limit exceeded`` the moment the
+total passes the limit (a device whose selector fails so is a CEL runtime
+error for the allocator, as any other).  The units (``cel-go``'s
+``interpreter/runtimecost.go`` with Kubernetes' ``library.CostEstimator``
+consulted first, presence tests free):
+
+- a literal 0; an identifier 1; each field selection or index 1 (one
+  more for a selection on something that is not a variable, a field or a
+  conditional: a call's result, a literal); in a branch of ``c ? a : b``
+  a variable read is free;
+- ``&&``, ``||``, ``!``... : ``&&`` / ``||`` / ``?:`` nothing (their
+  operands as evaluated, left to right, stopping as cel-go stops), every
+  other operator or function call 1, except: ``==`` / ``!=`` and string or
+  bytes ordering ``ceil(0.1 * min(size))``; string ``+``
+  ``ceil(0.1 * (m + n))``; ``in`` a list its size; ``startsWith`` /
+  ``endsWith`` / ``format`` / ``strings.quote`` ``ceil(0.1 * size)``;
+  ``contains`` and ``matches`` the products cel-go charges; Kubernetes'
+  libraries as its estimator charges them (``CALL_COSTS``); the sets and
+  lists extensions as their trackers do;
+- a list literal 10, a map literal 30;
+- a comprehension its range, then per element what cel-go's expansion
+  evaluates (``all``: 2 for the loop condition, 1 plus the predicate for
+  the step, checked again before each further element and stopping at
+  the first false; ``exists``: 3 and stopping at the first true; ``map`` /
+  ``filter`` / ``transformList``: the appended element's 12 or 13;
+  ``transformMap``: 3; ...) and 1 for the result (2 for ``exists_one``).
+
+Sizes are cel-go's: a string's code points, a list's or map's entries, 1
+for anything else.  What is not counted as upstream counts it (the
+expansion of ``cel.bind``, ``sortBy``, ``optMap`` / ``optFlatMap``, whose
+parts are charged as evaluated, and ``or`` / ``orValue``, charged nothing)
+is named in the README.
+"""
+
+from __future__ import annotations
+
+import math
+
+import lark
+from celpy import celtypes
+from celpy.evaluation import CELEvalError
+
+from .dra_cel_syntax import (
+    OPTIONAL_MACROS,
+    OptionalEvaluator,
+    OptionalRunner,
+    _go_type,
+    _macro_name,
+    _pairs,
+    _truth,
+)
+from .dra_cel_values import COST_LIMIT, TWO_VARIABLE_MACROS, CelOptional, CostLimitExceeded
+
+__all__ = ["COST_LIMIT", "LIMIT_EXCEEDED", "CostLimitExceeded", "CostRunner", "call_cost",
+           "size_of"]
+
+#: cel-go's error when the limit is passed
+LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
+
+_TRAVERSAL = 0.1        # cel-go's StringTraversalCostFactor
+_REGEX = 0.25           # RegexStringLengthCostFactor
+_LIST_CREATE = 10
+_MAP_CREATE = 30
+
+
+class _Tracker:
+    __slots__ = ("cost", "limit")
+
+    def __init__(self, limit: int):
+        self.cost = 0
+        self.limit = limit
+
+    def add(self, n: int) -> None:
+        self.cost += n
+        if self.cost > self.limit:
+            raise CostLimitExceeded
+
+
+def size_of(v) -> int:
+    """cel-go's ``actualSize``: code points, entries, else 1."""
+    if isinstance(v, CelOptional):
+        return size_of(v.value) if v.has_value else 1
+    if isinstance(v, (str, bytes, list, tuple, dict)):
+        return len(v)
+    return 1
+
+
+def _k8s_size(v) -> int:
+    """Kubernetes' ``actualSize`` (an optional is not unwrapped)."""
+    return len(v) if isinstance(v, (str, bytes, list, tuple, dict)) else 1
+
+
+def _traversal(v) -> int:
+    """Kubernetes' ``traversalCost``: a tenth of a string's bytes
+    (rounded down), summed over lists and maps, 1 for anything else."""
+    if isinstance(v, str):
+        return int(len(v.encode("utf-8", "surrogatepass")) * _TRAVERSAL)
+    if isinstance(v, bytes):
+        return int(len(v) * _TRAVERSAL)
+    if isinstance(v, (list, tuple)):
+        return sum(_traversal(x) for x in v)
+    if isinstance(v, dict):
+        return sum(_traversal(k) + _traversal(x) for k, x in v.items())
+    return 1
+
+
+def _tenth(n: float) -> int:
+    return math.ceil(n * _TRAVERSAL)
+
+
+def _self_compare(items) -> int:
+    """The lists extension's O(n^2) tracker (sort, distinct, sortBy)."""
+    n = len(items)
+    factor = 2.0
+    if n and isinstance(items[0], (str, bytes)):
+        factor += _TRAVERSAL
+    return int(n * n * factor) + 1 + _LIST_CREATE
+
+
+def _contains_ip(args) -> int:
+    cost = math.ceil((_k8s_size(args[0]) * 2) * _TRAVERSAL)
+    return cost + (_tenth(_k8s_size(args[1])) if isinstance(args[1], str) else 0)
+
+
+def _contains_cidr(args) -> int:
+    s = _k8s_size(args[0])
+    cost = math.ceil((s + s) * _TRAVERSAL) + _tenth(s) + 1
+    return cost + (_tenth(_k8s_size(args[1])) if isinstance(args[1], str) else 0)
+
+
+def _regex_cost(text, pattern) -> int:
+    return math.ceil((1.0 + size_of(text)) * _TRAVERSAL) * math.ceil(size_of(pattern) * _REGEX)
+
+
+#: function or method name -> cost(args, result); ``args`` start with the
+#: receiver of a method.  Kubernetes' estimator's entries, then the
+#: extensions' trackers, then cel-go's own size-dependent overloads.
+CALL_COSTS = {
+    **{name: (lambda a, r: _traversal(a[0]) if a else 0)
+       for name in ("isSorted", "sum", "max", "min", "indexOf", "lastIndexOf")},
+    **{name: (lambda a, r: _tenth(_k8s_size(a[0])))
+       for name in ("url", "lowerAscii", "upperAscii", "substring", "trim", "cidr", "isIP",
+                    "isCIDR", "quantity", "isQuantity")},
+    **{name: (lambda a, r: math.ceil(_k8s_size(a[0]) * 2 * _TRAVERSAL))
+       for name in ("replace", "split", "ip.isCanonical")},
+    "join": lambda a, r: math.ceil(_k8s_size(r) * 2 * _TRAVERSAL),
+    "find": lambda a, r: _regex_cost(a[0], a[1]),
+    "findAll": lambda a, r: _regex_cost(a[0], a[1]),
+    # ``ip()`` of a CIDR reads a field; ``ip(s)`` parses
+    "ip": lambda a, r: _tenth(_k8s_size(a[0])) if isinstance(a[0], str) else 1,
+    "containsIP": lambda a, r: _contains_ip(a),
+    "containsCIDR": lambda a, r: _contains_cidr(a),
+    # cel-go's sets extension
+    "sets.contains": lambda a, r: 1 + int(size_of(a[0]) * size_of(a[1]) * 1.0),
+    "sets.intersects": lambda a, r: 1 + int(size_of(a[0]) * size_of(a[1]) * 1.0),
+    "sets.equivalent": lambda a, r: 1 + int(size_of(a[0]) * size_of(a[1]) * 2.0),
+    # cel-go's lists extension (version 3)
+    **{name: (lambda a, r: size_of(r) + 1 + _LIST_CREATE)
+       for name in ("slice", "lists.range", "reverse")},
+    "flatten": lambda a, r: int((a[1] if len(a) > 1 else 1) * size_of(a[0])) + 1 + _LIST_CREATE,
+    "distinct": lambda a, r: _self_compare(a[0]),
+    "sort": lambda a, r: _self_compare(a[0]),
+    # cel-go's own
+    "startsWith": lambda a, r: _tenth(size_of(a[0])),
+    "endsWith": lambda a, r: _tenth(size_of(a[0])),
+    "format": lambda a, r: _tenth(size_of(a[0])),
+    "strings.quote": lambda a, r: _tenth(size_of(a[0])),
+    "contains": lambda a, r: _tenth(size_of(a[0])) * _tenth(size_of(a[1])),
+    "matches": lambda a, r: _regex_cost(a[0], a[1]),
+    "string": lambda a, r: _tenth(size_of(a[0])) if isinstance(a[0], bytes) else 1,
+    "bytes": lambda a, r: _tenth(size_of(a[0])) if isinstance(a[0], str) else 1,
+}
+
+
+def _operator_cost(op: str, a, b) -> int:
+    if op in ("==", "!="):
+        return _tenth(min(size_of(a), size_of(b)))
+    if op in ("<", "<=", ">", ">="):
+        both = (isinstance(a, str) and isinstance(b, str)) or \
+            (isinstance(a, bytes) and isinstance(b, bytes))
+        return _tenth(min(size_of(a), size_of(b))) if both else 1
+    if op == "in":
+        return size_of(b) if isinstance(b, (list, tuple)) else 1
+    if op == "+":
+        both = (isinstance(a, str) and isinstance(b, str)) or \
+            (isinstance(a, bytes) and isinstance(b, bytes))
+        return _tenth(size_of(a) + size_of(b)) if both else 1
+    return 1
+
+
+def call_cost(name: str, args, result) -> int:
+    """One call's cost (``args``: the receiver first for a method)."""
+    fn = CALL_COSTS.get(name)
+    if fn is not None and not any(isinstance(a, CELEvalError) for a in args):
+        try:
+            return fn(args, result)
+        except (IndexError, TypeError):
+            pass            # no overload takes these arguments: a nominal call
+    return 1
+
+
+_RELATIONS = {"relation_lt": "<", "relation_le": "<=", "relation_gt": ">",
+              "relation_ge": ">=", "relation_eq": "==", "relation_ne": "!=",
+              "relation_in": "in", "addition_add": "+", "addition_sub": "-",
+              "multiplication_mul": "*", "multiplication_div": "/",
+              "multiplication_mod": "%"}
+_CHAIN = ("expr", "conditionalor", "conditionaland", "relation", "addition",
+          "multiplication", "unary", "member")
+_SELECTS = ("member_dot", "member_index", "member_dot_opt", "member_index_opt")
+#: one-variable comprehension macros: name -> the argument counts they take
+_MACROS = {"all": (2,), "exists": (2,), "exists_one": (2,), "map": (2, 3), "filter": (2,)}
+#: calls that are not charged as a call here (see the module doc)
+_UNCHARGED = ("or", "orValue", "sortBy", *OPTIONAL_MACROS)
+
+
+def _unwrap(node):
+    """Through the grammar's one-child rules and parentheses."""
+    while isinstance(node, lark.Tree):
+        if node.data in _CHAIN and len(node.children) == 1:
+            node = node.children[0]
+        elif node.data == "primary" and isinstance(node.children[0], lark.Tree) \
+                and node.children[0].data == "paren_expr":
+            node = node.children[0].children[0]
+        else:
+            break
+    return node
+
+
+def _is_variable(node) -> bool:
+    return isinstance(node, lark.Tree) and node.data == "primary" \
+        and isinstance(node.children[0], lark.Tree) and node.children[0].data == "ident"
+
+
+def _is_attribute(node) -> bool:
+    """A variable, a selection chain on one, or a conditional: what cel-go
+    plans as an attribute a further selection extends."""
+    node = _unwrap(node)
+    return _is_variable(node) or (isinstance(node, lark.Tree) and (
+        node.data in _SELECTS or (node.data == "expr" and len(node.children) == 3)))
+
+
+def _and(a, b):
+    """cel-go's ``&&`` of two evaluated terms (false wins over an error)."""
+    for v in (a, b):
+        if isinstance(v, celtypes.BoolType) and not v:
+            return celtypes.BoolType(False)
+    for v in (a, b):
+        if not isinstance(v, celtypes.BoolType):
+            return v
+    return celtypes.BoolType(True)
+
+
+def _or(a, b):
+    for v in (a, b):
+        if isinstance(v, celtypes.BoolType) and v:
+            return celtypes.BoolType(True)
+    for v in (a, b):
+        if not isinstance(v, celtypes.BoolType):
+            return v
+    return celtypes.BoolType(False)
+
+
+def _no_bool(v, op: str):
+    """A logical operand that is neither a bool nor an error: cel-go's
+    ``no such overload``."""
+    if isinstance(v, (celtypes.BoolType, CELEvalError)):
+        return v
+    return CELEvalError("no such overload")
+
+
+class CostEvaluator(OptionalEvaluator):
+    """``OptionalEvaluator`` charging each step to a shared tracker, with
+    ``&&`` / ``||`` and the comprehensions evaluated as cel-go evaluates
+    them (left to right, stopping where it stops)."""
+
+    def __init__(self, *args, tracker: _Tracker, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.tracker = tracker
+        self._values: dict = {}
+        self._free: set = set()
+
+    def sub_evaluator(self, ast):
+        sub = CostEvaluator(ast=ast, activation=self.activation, tracker=self.tracker)
+        sub._free = self._free
+        return sub
+
+    # ------------------------------------------------------------ the hook
+
+    def _visit_tree(self, tree):
+        value = super()._visit_tree(tree)
+        self._values[id(tree)] = value
+        if id(tree) not in self._free:
+            self._charge(tree, value)
+        return value
+
+    def _value(self, node):
+        return self._values.get(id(node))
+
+    def _charge(self, tree, value) -> None:
+        d, ch = tree.data, tree.children
+        add = self.tracker.add
+        if d == "primary":
+            child = ch[0]
+            if child.data == "ident":
+                add(1)
+            elif child.data == "list_lit":
+                add(_LIST_CREATE)
+            elif child.data == "map_lit":
+                add(_MAP_CREATE)
+            elif child.data == "ident_arg":
+                name = str(child.children[0])
+                if name == "has":
+                    return
+                args = [self._value(a) for a in child.children[1].children] \
+                    if len(child.children) > 1 else []
+                add(1 if name == "dyn" else call_cost(name, args, value))
+        elif d in _SELECTS:
+            # a selection on a call's result or a literal: the relative
+            # attribute cel-go builds costs one more
+            add(1 if _is_attribute(ch[0]) else 2)
+        elif d == "member_dot_arg":
+            method = str(ch[1])
+            if method in _UNCHARGED or self._is_macro(tree):
+                return
+            args = [self._value(ch[0])]
+            if len(ch) > 2:
+                args += [self._value(a) for a in ch[2].children]
+            add(call_cost(method, args, value))
+        elif d in ("relation", "addition", "multiplication") and len(ch) == 2:
+            op = _RELATIONS[ch[0].data]
+            add(_operator_cost(op, self._value(ch[0].children[0]), self._value(ch[1])))
+        elif d == "unary" and len(ch) == 2:
+            literal = _unwrap(ch[1])
+            folded = ch[0].data == "unary_neg" and isinstance(literal, lark.Tree) \
+                and literal.data == "primary" and literal.children[0].data == "literal"
+            add(0 if folded else 1)
+
+    @staticmethod
+    def _is_macro(tree) -> bool:
+        method = str(tree.children[1])
+        count = len(tree.children[2].children) if len(tree.children) > 2 else 0
+        return count in _MACROS.get(method, ()) or count in TWO_VARIABLE_MACROS.get(method, ())
+
+    # ------------------------------------------------------------ cel-go's order
+
+    def conditionalor(self, tree):
+        if len(tree.children) == 1:
+            return super().conditionalor(tree)
+        left = _no_bool(self.visit(tree.children[0]), "_||_")
+        if isinstance(left, celtypes.BoolType) and left:
+            return left
+        return _or(left, _no_bool(self.visit(tree.children[1]), "_||_"))
+
+    def conditionaland(self, tree):
+        if len(tree.children) == 1:
+            return super().conditionaland(tree)
+        left = _no_bool(self.visit(tree.children[0]), "_&&_")
+        if isinstance(left, celtypes.BoolType) and not left:
+            return left
+        return _and(left, _no_bool(self.visit(tree.children[1]), "_&&_"))
+
+    def expr(self, tree):
+        if len(tree.children) != 3:
+            return super().expr(tree)
+        # a variable read as a branch of the conditional is free (cel-go
+        # resolves the branch's attribute without observing it)
+        free = [id(_unwrap(b)) for b in tree.children[1:] if _is_variable(_unwrap(b))]
+        self._free.update(free)
+        try:
+            return super().expr(tree)
+        finally:
+            self._free.difference_update(free)
+
+    def primary(self, tree):
+        child = tree.children[0]
+        if isinstance(child, lark.Tree) and child.data == "ident_arg" \
+                and str(child.children[0]) == "has" and len(child.children) > 1:
+            # presence tests are free (Kubernetes turns their cost off): the
+            # tested selection's own unit is not charged
+            tested = _unwrap(child.children[1].children[0])
+            self._free.add(id(tested))
+            try:
+                return super().primary(tree)
+            finally:
+                self._free.discard(id(tested))
+        return super().primary(tree)
+
+    # ------------------------------------------------------------ comprehensions
+
+    def member_dot_arg(self, tree):
+        if len(tree.children) > 2 and self._is_macro(tree) \
+                and str(tree.children[1]) not in _UNCHARGED:
+            return self._fold(tree, str(tree.children[1]))
+        return super().member_dot_arg(tree)
+
+    def _fold(self, tree, method: str):
+        """A comprehension as cel-go's expansion evaluates it (module doc)."""
+        args = tree.children[2].children
+        two = len(args) in TWO_VARIABLE_MACROS.get(method, ()) and \
+            not len(args) in _MACROS.get(method, ())
+        target = self.visit(tree.children[0])
+        if isinstance(target, CELEvalError):
+            return target
+        if not isinstance(target, (celtypes.ListType, celtypes.MapType)):
+            return CELEvalError(f"got '{_go_type(target)}', expected iterable type")
+        names = [_macro_name(a) for a in args[:2 if two else 1]]
+        bodies = [self.sub_evaluator(a) for a in args[len(names):]]
+        items = _pairs(target) if two else [(x,) for x in target]
+        add = self.tracker.add
+
+        def run(body, item):
+            return body.evaluate(dict(zip(names, item)))
+
+        if method in ("all", "exists"):
+            stop = method == "exists"               # the value that ends the loop
+            accu = celtypes.BoolType(not stop)
+            for item in items:
+                add(3 if stop else 2)               # the loop condition
+                if isinstance(accu, celtypes.BoolType) and bool(accu) == stop:
+                    break
+                add(1)
+                p = _truth(run(bodies[0], item), method)
+                accu = _or(accu, p) if stop else _and(accu, p)
+            add(1)
+            return accu
+        if method in ("exists_one", "existsOne"):
+            accu = celtypes.IntType(0)
+            for item in items:
+                p = _truth(run(bodies[0], item), method)
+                if isinstance(p, CELEvalError):
+                    accu = p if not isinstance(accu, CELEvalError) else accu
+                elif p:
+                    add(2)
+                    if not isinstance(accu, CELEvalError):
+                        accu = celtypes.IntType(accu + 1)
+            add(2)
+            return accu if isinstance(accu, CELEvalError) else celtypes.BoolType(accu == 1)
+        # map, filter, transformList, transformMap, transformMapEntry
+        *keep, transform = bodies
+        if method == "filter":
+            keep, transform = [transform], None
+        to_map = method in ("transformMap", "transformMapEntry")
+        add(_MAP_CREATE if to_map else _LIST_CREATE)
+        out = celtypes.MapType() if to_map else celtypes.ListType()
+        error = None
+        for item in items:
+            if keep:
+                p = _truth(run(keep[0], item), method)
+                if isinstance(p, CELEvalError):
+                    error = error or p
+                    continue
+                if not p:
+                    continue
+            if transform is None:                   # filter: accu + [x]
+                add(1 + 1 + _LIST_CREATE + 1)
+                value = item[-1]
+            else:
+                value = run(transform, item)
+                add({"transformMap": 3, "transformMapEntry": 2}.get(method, 12))
+            if error is not None:
+                continue
+            if isinstance(value, CELEvalError):
+                error = value
+            elif method == "transformMap":
+                out[item[0]] = value
+            elif method == "transformMapEntry":
+                if not isinstance(value, celtypes.MapType):
+                    error = CELEvalError(
+                        f"no such overload: cel.@mapInsert(map, {_go_type(value)})")
+                    continue
+                for key, v in value.items():
+                    if key in out:
+                        error = CELEvalError(f"insert failed: key {key} already exists")
+                        break
+                    out[key] = v
+            else:
+                out.append(value)
+        add(1)
+        return error if error is not None else out
+
+
+class CostRunner(OptionalRunner):
+    """cel-python's runner with a fresh cost tracker per evaluation;
+    ``evaluate`` raises :class:`CostLimitExceeded` past ``limit``."""
+
+    limit = COST_LIMIT
+
+    def evaluate(self, context):
+        return self._run(context, self.limit)[0]
+
+    def cost(self, context) -> int:
+        """The cost of one evaluation, without a limit (cel-go's
+        ``ActualCost``)."""
+        return self._run(context, float("inf"))[1]
+
+    def _run(self, context, limit):
+        tracker = _Tracker(limit)
+        evaluator = CostEvaluator(ast=self.ast, activation=self.new_activation(), tracker=tracker)
+        try:
+            value = evaluator.evaluate(context)
+        except CELEvalError as exc:
+            value = exc
+        return value, tracker.cost
