@@ -610,10 +610,19 @@ def _translate(node, bound: frozenset):
 def expand_binds(tree):
     """``cel.bind(x, init, body)`` (cel-go's bindings extension, which
     Kubernetes enables) -> ``body`` with ``(init)`` for every ``x``; neither
-    cel-python nor our compiler knows the macro."""
+    cel-python nor our compiler knows the macro.  The expansion and the
+    reads are marked (``BindExpr``, ``BindRead``) for the cost tracker."""
     import copy
 
     import lark
+
+    from .dra_cel_syntax import BindExpr, BindRead
+
+    def rebuild(node, children):
+        new = type(node)(node.data, children, node.meta)
+        if isinstance(node, BindExpr):
+            new.init = node.init
+        return new
 
     def substitute(node, name, init):
         if not isinstance(node, lark.Tree):
@@ -625,13 +634,16 @@ def expand_binds(tree):
             and node.children[0].data == "ident"
             and str(node.children[0].children[0]) == name
         ):
-            return lark.Tree("primary", [lark.Tree("paren_expr", [copy.deepcopy(init)])])
-        return lark.Tree(node.data, [substitute(c, name, init) for c in node.children], node.meta)
+            return BindRead("primary", [lark.Tree("paren_expr", [copy.deepcopy(init)])])
+        new = rebuild(node, [substitute(c, name, init) for c in node.children])
+        if isinstance(node, BindExpr):
+            new.init = substitute(node.init, name, init)   # an inner bind's init reads x too
+        return new
 
     def visit(node):
         if not isinstance(node, lark.Tree):
             return node
-        node = lark.Tree(node.data, [visit(c) for c in node.children], node.meta)
+        node = rebuild(node, [visit(c) for c in node.children])
         if (
             node.data == "member_dot_arg"
             and str(node.children[1]) == "bind"
@@ -640,9 +652,11 @@ def expand_binds(tree):
             and len(node.children[2].children) == 3
         ):
             var, init, body = node.children[2].children
-            return lark.Tree(
+            expanded = BindExpr(
                 "primary", [lark.Tree("paren_expr", [substitute(body, ident_name(var), init)])]
             )
+            expanded.init = init
+            return expanded
         return node
 
     return visit(tree)

@@ -32,9 +32,11 @@ consulted first, presence tests free):
 
 Sizes are cel-go's: a string's code points, a list's or map's entries, 1
 for anything else.  What is not counted as upstream counts it (the
-expansion of ``cel.bind``, ``sortBy``, ``optMap`` / ``optFlatMap``, whose
+expansion of ``sortBy``, ``optMap`` / ``optFlatMap``, whose
 parts are charged as evaluated, and ``or`` / ``orValue``, charged nothing)
-is named in the README.
+is named in the README.  ``cel.bind(x, init, body)`` costs as cel-go's
+expansion does: 10 for its empty range, ``init`` once, ``body`` with 1 per
+read of ``x``.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ from celpy.evaluation import CELEvalError
 
 from .dra_cel_syntax import (
     OPTIONAL_MACROS,
+    BindExpr,
+    BindRead,
     OptionalEvaluator,
     OptionalRunner,
     _go_type,
@@ -69,13 +73,19 @@ _MAP_CREATE = 30
 
 
 class _Tracker:
-    __slots__ = ("cost", "limit")
+    """The running cost; nothing is charged while ``quiet`` (a ``cel.bind``
+    variable's read, charged 1 however its substituted init evaluates)."""
+
+    __slots__ = ("cost", "limit", "quiet")
 
     def __init__(self, limit: int):
         self.cost = 0
         self.limit = limit
+        self.quiet = 0
 
     def add(self, n: int) -> None:
+        if self.quiet:
+            return
         self.cost += n
         if self.cost > self.limit:
             raise CostLimitExceeded
@@ -219,8 +229,9 @@ _UNCHARGED = ("or", "orValue", "sortBy", *OPTIONAL_MACROS)
 
 
 def _unwrap(node):
-    """Through the grammar's one-child rules and parentheses."""
-    while isinstance(node, lark.Tree):
+    """Through the grammar's one-child rules and parentheses (not into a
+    ``cel.bind`` variable's read: a variable)."""
+    while isinstance(node, lark.Tree) and not isinstance(node, BindRead):
         if node.data in _CHAIN and len(node.children) == 1:
             node = node.children[0]
         elif node.data == "primary" and isinstance(node.children[0], lark.Tree) \
@@ -232,8 +243,9 @@ def _unwrap(node):
 
 
 def _is_variable(node) -> bool:
-    return isinstance(node, lark.Tree) and node.data == "primary" \
-        and isinstance(node.children[0], lark.Tree) and node.children[0].data == "ident"
+    return isinstance(node, BindRead) or (
+        isinstance(node, lark.Tree) and node.data == "primary"
+        and isinstance(node.children[0], lark.Tree) and node.children[0].data == "ident")
 
 
 def _is_attribute(node) -> bool:
@@ -292,6 +304,22 @@ class CostEvaluator(OptionalEvaluator):
     # ------------------------------------------------------------ the hook
 
     def _visit_tree(self, tree):
+        if isinstance(tree, BindRead):
+            # the variable's read: 1, whatever its substituted init costs
+            self.tracker.quiet += 1
+            try:
+                value = super()._visit_tree(tree)
+            finally:
+                self.tracker.quiet -= 1
+            if id(tree) not in self._free:
+                self.tracker.add(1)
+            self._values[id(tree)] = value
+            return value
+        if isinstance(tree, BindExpr) and not self.tracker.quiet:
+            # cel-go's expansion: an empty range (a list literal), the init
+            # evaluated once, then the body
+            self.tracker.add(_LIST_CREATE)
+            self.visit(tree.init)
         value = super()._visit_tree(tree)
         self._values[id(tree)] = value
         if id(tree) not in self._free:

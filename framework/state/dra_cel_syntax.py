@@ -48,7 +48,7 @@ from .dra_cel_lists_ext import sort_by_keys
 from .dra_cel_named_formats import FORMAT_NAMES
 from .dra_cel_values import NONE, TWO_VARIABLE_MACROS, CelOptional, CelRuntimeError
 
-__all__ = ["parse", "OptionalEvaluator", "OptionalRunner", "optional_functions",
+__all__ = ["parse", "BindExpr", "BindRead", "OptionalEvaluator", "OptionalRunner", "optional_functions",
            "OPTIONAL_GLOBALS", "OPTIONAL_MACROS", "NAMESPACED"]
 
 #: the optional productions cel-go's parser has (``member "." "?" IDENT``,
@@ -132,6 +132,18 @@ def _normalize(node):
             call = lark.Tree("ident_arg", [name, *children[2:]], node.meta)
             return lark.Tree("primary", [call], node.meta)
     return lark.Tree(node.data, children, node.meta)
+
+
+class BindExpr(lark.Tree):
+    """``cel.bind(x, init, body)`` once expanded: ``body`` with each read of
+    ``x`` a :class:`BindRead`; ``init`` kept for its cost (cel-go evaluates
+    it once, eagerly)."""
+
+    init = None
+
+
+class BindRead(lark.Tree):
+    """A read of a ``cel.bind`` variable: ``(init)`` in its place."""
 
 
 # --------------------------------------------------------------------------

@@ -73,6 +73,11 @@ def _cost(expr: str, attrs: dict | None = None) -> int:
     ("lists.range(5).size() == 5", 5 + 11 + 1 + 1),
     # presence tests are free (their operand is not)
     (f"has({D}.model)", 3),
+    # cel.bind: 10 for its empty range, the init once, 1 per read
+    ("cel.bind(x, 1, true)", 10),
+    ("cel.bind(x, [1, 2, 3], x.size() == 3 && x[0] == 1)", 10 + 10 + (1 + 1 + 1) + (2 + 1)),
+    ("cel.bind(a, [1], cel.bind(b, a + a, b.size() == 2))", 10 + 10 + 10 + 3 + 3),
+    ("cel.bind(x, [1], true ? x : [2]) == [1]", 10 + 10 + 0 + 10 + 1),
 ])
 def test_runtime_cost_as_cel_go(expr, want):
     assert _cost(expr, {"model": "nvidia-a100", "n": 3}) == want
