@@ -53,10 +53,8 @@ from .dra_cel_syntax import (
     BindRead,
     OptionalEvaluator,
     OptionalRunner,
-    _go_type,
-    _macro_name,
-    _pairs,
-    _truth,
+    go_type,
+    macro_name,
 )
 from .dra_cel_values import COST_LIMIT, TWO_VARIABLE_MACROS, CelOptional, CostLimitExceeded
 
@@ -256,6 +254,21 @@ def _is_attribute(node) -> bool:
         node.data in _SELECTS or (node.data == "expr" and len(node.children) == 3)))
 
 
+def _pairs(target):
+    """(index, value) of a list, (key, value) of a map, as cel-go's
+    two-variable comprehensions range over them."""
+    if isinstance(target, celtypes.MapType):
+        return list(target.items())
+    return [(celtypes.IntType(i), v) for i, v in enumerate(target)]
+
+
+def _truth(v, macro: str):
+    """A predicate's value: a bool, an error (kept), else no such overload."""
+    if isinstance(v, (celtypes.BoolType, CELEvalError)):
+        return v
+    return CELEvalError(f"no such overload: {macro} predicate of type {go_type(v)}")
+
+
 def _and(a, b):
     """cel-go's ``&&`` of two evaluated terms (false wins over an error)."""
     for v in (a, b):
@@ -435,8 +448,8 @@ class CostEvaluator(OptionalEvaluator):
         if isinstance(target, CELEvalError):
             return target
         if not isinstance(target, (celtypes.ListType, celtypes.MapType)):
-            return CELEvalError(f"got '{_go_type(target)}', expected iterable type")
-        names = [_macro_name(a) for a in args[:2 if two else 1]]
+            return CELEvalError(f"got '{go_type(target)}', expected iterable type")
+        names = [macro_name(a) for a in args[:2 if two else 1]]
         bodies = [self.sub_evaluator(a) for a in args[len(names):]]
         items = _pairs(target) if two else [(x,) for x in target]
         add = self.tracker.add
@@ -499,7 +512,7 @@ class CostEvaluator(OptionalEvaluator):
             elif method == "transformMapEntry":
                 if not isinstance(value, celtypes.MapType):
                     error = CELEvalError(
-                        f"no such overload: cel.@mapInsert(map, {_go_type(value)})")
+                        f"no such overload: cel.@mapInsert(map, {go_type(value)})")
                     continue
                 for key, v in value.items():
                     if key in out:

@@ -46,9 +46,10 @@ from celpy.evaluation import CELEvalError, Evaluator
 
 from .dra_cel_lists_ext import sort_by_keys
 from .dra_cel_named_formats import FORMAT_NAMES
-from .dra_cel_values import NONE, TWO_VARIABLE_MACROS, CelOptional, CelRuntimeError
+from .dra_cel_values import NONE, CelOptional, CelRuntimeError
 
 __all__ = ["parse", "BindExpr", "BindRead", "OptionalEvaluator", "OptionalRunner", "optional_functions",
+           "go_type", "macro_name",
            "OPTIONAL_GLOBALS", "OPTIONAL_MACROS", "NAMESPACED"]
 
 #: the optional productions cel-go's parser has (``member "." "?" IDENT``,
@@ -283,33 +284,20 @@ def optional_functions(index) -> dict:
 _COMPREHENSIONS = ("all", "exists", "exists_one", "map", "filter")
 
 
-def _pairs(target):
-    """(index, value) of a list, (key, value) of a map, as cel-go's
-    two-variable comprehensions range over them."""
-    if isinstance(target, celtypes.MapType):
-        return list(target.items())
-    return [(celtypes.IntType(i), v) for i, v in enumerate(target)]
-
-
-def _truth(v, macro: str):
-    """A predicate's value: a bool, an error (kept), else no such overload."""
-    if isinstance(v, (celtypes.BoolType, CELEvalError)):
-        return v
-    return CELEvalError(f"no such overload: {macro} predicate of type {_go_type(v)}")
 _GO_TYPES = {"BoolType": "types.Bool", "IntType": "types.Int", "UintType": "types.Uint",
              "DoubleType": "types.Double", "StringType": "types.String",
              "BytesType": "types.Bytes", "Quantity": "cel.Quantity", "Semver": "cel.Semver",
              "CelOptional": "*types.Optional", "NoneType": "types.Null"}
 
 
-def _macro_name(node) -> str:
+def macro_name(node) -> str:
     """A macro variable's name (the names were checked on compile)."""
     while isinstance(node, lark.Tree) and node.data != "ident":
         node = node.children[0]
     return str(node.children[0])
 
 
-def _go_type(v) -> str:
+def go_type(v) -> str:
     """cel-go's name of a value's Go type, as its messages print it."""
     name = type(v).__name__
     return _GO_TYPES.get(name, name)
@@ -355,70 +343,10 @@ class OptionalEvaluator(Evaluator):
         """Macro bodies are evaluated with the optional forms too."""
         return OptionalEvaluator(ast=ast, activation=self.activation)
 
-    def _two_variable(self, tree, method: str):
-        """``range.all(i, v, p)`` and its kin (module doc of ``dra_cel``):
-        cel-go's rules, errors kept as values (``false && error`` is false)."""
-        args = tree.children[2].children
-        target = self.visit(tree.children[0])
-        if isinstance(target, CELEvalError):
-            return target
-        if not isinstance(target, (celtypes.ListType, celtypes.MapType)):
-            return CELEvalError(f"got '{_go_type(target)}', expected iterable type")
-        first, second = (_macro_name(a) for a in args[:2])
-        bodies = [self.sub_evaluator(a) for a in args[2:]]
-
-        def run(body, k, v):
-            return body.evaluate({first: k, second: v})
-
-        pairs = _pairs(target)
-        if method in ("all", "exists"):
-            decisive = method == "exists"       # the value that ends the loop
-            error = None
-            for k, v in pairs:
-                r = _truth(run(bodies[0], k, v), method)
-                if isinstance(r, CELEvalError):
-                    error = error or r
-                elif bool(r) == decisive:
-                    return celtypes.BoolType(decisive)
-            return error if error is not None else celtypes.BoolType(not decisive)
-        if method in ("existsOne", "exists_one"):
-            count = 0
-            for k, v in pairs:
-                r = _truth(run(bodies[0], k, v), method)
-                if isinstance(r, CELEvalError):
-                    return r
-                count += bool(r)
-            return celtypes.BoolType(count == 1)
-        *keep, transform = bodies
-        out = celtypes.ListType() if method == "transformList" else celtypes.MapType()
-        for k, v in pairs:
-            if keep:
-                r = _truth(run(keep[0], k, v), method)
-                if isinstance(r, CELEvalError):
-                    return r
-                if not r:
-                    continue
-            value = run(transform, k, v)
-            if isinstance(value, CELEvalError):
-                return value
-            if method == "transformList":
-                out.append(value)
-            elif method == "transformMap":
-                out[k] = value
-            else:
-                if not isinstance(value, celtypes.MapType):
-                    return CELEvalError(f"no such overload: cel.@mapInsert(map, {_go_type(value)})")
-                for key, item in value.items():
-                    if key in out:
-                        return CELEvalError(f"insert failed: key {key} already exists")
-                    out[key] = item
-        return out
-
     def member_dot_arg(self, tree):
+        # the comprehensions, one- and two-variable, are evaluated as cel-go
+        # evaluates them by ``dra_cel_cost.CostEvaluator``
         method = str(tree.children[1])
-        if len(tree.children) > 2 and len(tree.children[2].children) in \
-                TWO_VARIABLE_MACROS.get(method, ()):
-            return self._two_variable(tree, method)
         if method == "min":
             # Kubernetes' lists library (cel-python's own min is another)
             target = self.visit(tree.children[0])
@@ -460,7 +388,7 @@ class OptionalEvaluator(Evaluator):
             target = self.visit(tree.children[0])
             if not isinstance(target, (celtypes.ListType, celtypes.MapType, CELEvalError)):
                 # cel-python would walk a string's characters; cel-go refuses
-                return CELEvalError(f"got '{_go_type(target)}', expected iterable type")
+                return CELEvalError(f"got '{go_type(target)}', expected iterable type")
         return super().member_dot_arg(tree)
 
     def _sort_by(self, tree):
@@ -470,9 +398,9 @@ class OptionalEvaluator(Evaluator):
         if isinstance(target, CELEvalError):
             return target
         if not isinstance(target, celtypes.ListType):
-            return CELEvalError(f"got '{_go_type(target)}', expected iterable type")
+            return CELEvalError(f"got '{go_type(target)}', expected iterable type")
         var_node, key_node = tree.children[2].children
-        name, body = _macro_name(var_node), self.sub_evaluator(key_node)
+        name, body = macro_name(var_node), self.sub_evaluator(key_node)
         keys = []
         for item in target:
             key = body.evaluate({name: item})
