@@ -31,12 +31,16 @@ consulted first, presence tests free):
   ``transformMap``: 3; ...) and 1 for the result (2 for ``exists_one``).
 
 Sizes are cel-go's: a string's code points, a list's or map's entries, 1
-for anything else.  What is not counted as upstream counts it (the
-expansion of ``sortBy``, ``optMap`` / ``optFlatMap``, whose
-parts are charged as evaluated, and ``or`` / ``orValue``, charged nothing)
-is named in the README.  ``cel.bind(x, init, body)`` costs as cel-go's
-expansion does: 10 for its empty range, ``init`` once, ``body`` with 1 per
-read of ``x``.
+for anything else.  The macros other libraries add cost as cel-go's
+expansions do: ``cel.bind(x, init, body)`` 10 for its empty range,
+``init`` once, ``body`` with 1 per read of ``x``; ``x.optMap(v, f)``
+``x`` twice when it has a value (``hasValue()``, then ``value()`` bound to
+``v``); ``l.sortBy(v, key)`` a bind, a ``map`` and the sort's tracker;
+``or`` / ``orValue`` nothing of their own (cel-go plans them as steps no
+cost case names).  Where an
+error cuts an evaluation short the units cel-go would still count after it
+(it finishes a comprehension's loop) are not counted: the error is the
+answer either way.
 """
 
 from __future__ import annotations
@@ -222,7 +226,8 @@ _CHAIN = ("expr", "conditionalor", "conditionaland", "relation", "addition",
 _SELECTS = ("member_dot", "member_index", "member_dot_opt", "member_index_opt")
 #: one-variable comprehension macros: name -> the argument counts they take
 _MACROS = {"all": (2,), "exists": (2,), "exists_one": (2,), "map": (2, 3), "filter": (2,)}
-#: calls that are not charged as a call here (see the module doc)
+#: calls that are not charged as a call (``or`` / ``orValue``: cel-go's
+#: steps for them are no call; the macros: charged as their expansions)
 _UNCHARGED = ("or", "orValue", "sortBy", *OPTIONAL_MACROS)
 
 
@@ -307,6 +312,7 @@ class CostEvaluator(OptionalEvaluator):
         super().__init__(*args, **kwargs)
         self.tracker = tracker
         self._values: dict = {}
+        self._spent: dict = {}          # node -> the cost its last evaluation charged
         self._free: set = set()
 
     def sub_evaluator(self, ast):
@@ -333,10 +339,12 @@ class CostEvaluator(OptionalEvaluator):
             # evaluated once, then the body
             self.tracker.add(_LIST_CREATE)
             self.visit(tree.init)
+        before = self.tracker.cost
         value = super()._visit_tree(tree)
         self._values[id(tree)] = value
         if id(tree) not in self._free:
             self._charge(tree, value)
+        self._spent[id(tree)] = self.tracker.cost - before
         return value
 
     def _value(self, node):
@@ -434,10 +442,45 @@ class CostEvaluator(OptionalEvaluator):
     # ------------------------------------------------------------ comprehensions
 
     def member_dot_arg(self, tree):
-        if len(tree.children) > 2 and self._is_macro(tree) \
-                and str(tree.children[1]) not in _UNCHARGED:
-            return self._fold(tree, str(tree.children[1]))
-        return super().member_dot_arg(tree)
+        method = str(tree.children[1])
+        args = tree.children[2].children if len(tree.children) > 2 else []
+        if args and self._is_macro(tree) and method not in _UNCHARGED:
+            return self._fold(tree, method)
+        value = super().member_dot_arg(tree)
+        if method in OPTIONAL_MACROS and len(args) == 2:
+            self._charge_opt_map(tree, method)
+        elif method == "sortBy" and len(args) == 2:
+            self._charge_sort_by(tree)
+        return value
+
+    def _charge_opt_map(self, tree, method: str) -> None:
+        """cel-go's expansion of ``x.optMap(v, f)``: ``x.hasValue() ?
+        optional.of(cel.bind(v, x.value(), f)) : optional.none()`` (no
+        ``optional.of`` for ``optFlatMap``): ``x`` evaluated twice when it
+        has a value; ``f`` was charged as evaluated."""
+        target = self._values.get(id(tree.children[0]))
+        if not isinstance(target, CelOptional):
+            return
+        add = self.tracker.add
+        add(1)                                          # hasValue()
+        if target.has_value:
+            twice = self._spent.get(id(tree.children[0]), 0)
+            add((method == "optMap") + _LIST_CREATE + twice + 1)
+        else:
+            add(1)                                      # optional.none()
+
+    def _charge_sort_by(self, tree) -> None:
+        """cel-go's expansion of ``l.sortBy(v, key)``: ``cel.bind(t, l,
+        t.@sortByAssociatedKeys(t.map(v, key)))`` (the keys were charged as
+        evaluated)."""
+        target = self._values.get(id(tree.children[0]))
+        keys = getattr(self, "sort_keys", None)
+        if not isinstance(target, celtypes.ListType) or keys is None or len(keys) != len(target):
+            return
+        n = len(target)
+        # the bind's range and read, the map's range read, init, steps and
+        # result, then the sort's own tracker
+        self.tracker.add(_LIST_CREATE + 1 + 1 + _LIST_CREATE + 12 * n + 1 + _self_compare(keys))
 
     def _fold(self, tree, method: str):
         """A comprehension as cel-go's expansion evaluates it (module doc)."""

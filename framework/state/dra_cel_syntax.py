@@ -407,6 +407,7 @@ class OptionalEvaluator(Evaluator):
             if isinstance(key, CELEvalError):
                 return key
             keys.append(key)
+        self.sort_keys = keys           # read by the cost tracker
         try:
             return celtypes.ListType(sort_by_keys(target, keys))
         except CelRuntimeError as exc:

@@ -186,3 +186,23 @@ def test_a_growing_replace_on_an_attribute_is_held_to_the_limit():
     # 60 characters: a 244,060-character result, 24,406 * 400 units
     assert col.messages[col.error[0]] == LIMIT_EXCEEDED
     assert col.error[1] < 0 and bool(col.value[1])
+
+
+@pytest.mark.parametrize("expr, want", [
+    # by hand from cel-go's expansions of the other libraries' macros.
+    # sortBy: the list 10, the keys (-x: 2 each), a bind (10, 1 read), a map
+    # over the read (1 + 10 + 12 per element + 1), the sort's tracker
+    # (int(3 * 3 * 2.0) + 11), then == of a 3-element literal (10 + 1)
+    ("[3, 1, 2].sortBy(x, -x) == [3, 2, 1]", 10 + 6 + (10 + 1 + 1 + 10 + 36 + 1) + 29 + 11),
+    # optMap: the target twice when it has a value (1 each), hasValue 1,
+    # optional.of 1, the bind 10, value() 1, x + 1 2; == optional.of(3) 2
+    ("optional.of(2).optMap(x, x + 1) == optional.of(3)", 1 + 1 + 1 + 10 + 1 + 1 + 2 + 2),
+    ("optional.none().optMap(x, x + 1) == optional.none()", 1 + 1 + 1 + 1 + 1),
+    ("optional.of(2).optFlatMap(x, optional.of(x)) == optional.of(2)",
+     1 + 1 + 10 + 1 + 1 + (1 + 1) + 2),
+    # or / orValue: nothing of their own
+    ("optional.of(1).orValue(2) == 1", 1 + 1),
+    ("optional.none().orValue(2) == 2", 1 + 1),
+])
+def test_runtime_cost_of_the_libraries_macros(expr, want):
+    assert _cost(expr) == want
