@@ -20,7 +20,7 @@ consulted first, presence tests free):
   ``ceil(0.1 * (m + n))``; ``in`` a list its size; ``startsWith`` /
   ``endsWith`` / ``format`` / ``strings.quote`` ``ceil(0.1 * size)``;
   ``contains`` and ``matches`` the products cel-go charges; Kubernetes'
-  libraries as its estimator charges them (``CALL_COSTS``); the sets and
+  libraries as its estimator charges them (``dra_cel_call_costs``); the sets and
   lists extensions as their trackers do;
 - a list literal 10, a map literal 30;
 - a comprehension its range, then per element what cel-go's expansion
@@ -45,8 +45,6 @@ answer either way.
 
 from __future__ import annotations
 
-import math
-
 import lark
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
@@ -60,18 +58,14 @@ from .dra_cel_syntax import (
     go_type,
     macro_name,
 )
+from .dra_cel_call_costs import LIST_CREATE, MAP_CREATE, call_cost, operator_cost, self_compare
 from .dra_cel_values import COST_LIMIT, TWO_VARIABLE_MACROS, CelOptional, CostLimitExceeded
 
-__all__ = ["COST_LIMIT", "LIMIT_EXCEEDED", "CostLimitExceeded", "CostRunner", "call_cost",
-           "size_of"]
+__all__ = ["COST_LIMIT", "LIMIT_EXCEEDED", "CostLimitExceeded", "CostEvaluator", "CostRunner"]
 
 #: cel-go's error when the limit is passed
 LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
 
-_TRAVERSAL = 0.1        # cel-go's StringTraversalCostFactor
-_REGEX = 0.25           # RegexStringLengthCostFactor
-_LIST_CREATE = 10
-_MAP_CREATE = 30
 
 
 class _Tracker:
@@ -91,129 +85,6 @@ class _Tracker:
         self.cost += n
         if self.cost > self.limit:
             raise CostLimitExceeded
-
-
-def size_of(v) -> int:
-    """cel-go's ``actualSize``: code points, entries, else 1."""
-    if isinstance(v, CelOptional):
-        return size_of(v.value) if v.has_value else 1
-    if isinstance(v, (str, bytes, list, tuple, dict)):
-        return len(v)
-    return 1
-
-
-def _k8s_size(v) -> int:
-    """Kubernetes' ``actualSize`` (an optional is not unwrapped)."""
-    return len(v) if isinstance(v, (str, bytes, list, tuple, dict)) else 1
-
-
-def _traversal(v) -> int:
-    """Kubernetes' ``traversalCost``: a tenth of a string's bytes
-    (rounded down), summed over lists and maps, 1 for anything else."""
-    if isinstance(v, str):
-        return int(len(v.encode("utf-8", "surrogatepass")) * _TRAVERSAL)
-    if isinstance(v, bytes):
-        return int(len(v) * _TRAVERSAL)
-    if isinstance(v, (list, tuple)):
-        return sum(_traversal(x) for x in v)
-    if isinstance(v, dict):
-        return sum(_traversal(k) + _traversal(x) for k, x in v.items())
-    return 1
-
-
-def _tenth(n: float) -> int:
-    return math.ceil(n * _TRAVERSAL)
-
-
-def _self_compare(items) -> int:
-    """The lists extension's O(n^2) tracker (sort, distinct, sortBy)."""
-    n = len(items)
-    factor = 2.0
-    if n and isinstance(items[0], (str, bytes)):
-        factor += _TRAVERSAL
-    return int(n * n * factor) + 1 + _LIST_CREATE
-
-
-def _contains_ip(args) -> int:
-    cost = math.ceil((_k8s_size(args[0]) * 2) * _TRAVERSAL)
-    return cost + (_tenth(_k8s_size(args[1])) if isinstance(args[1], str) else 0)
-
-
-def _contains_cidr(args) -> int:
-    s = _k8s_size(args[0])
-    cost = math.ceil((s + s) * _TRAVERSAL) + _tenth(s) + 1
-    return cost + (_tenth(_k8s_size(args[1])) if isinstance(args[1], str) else 0)
-
-
-def _regex_cost(text, pattern) -> int:
-    return math.ceil((1.0 + size_of(text)) * _TRAVERSAL) * math.ceil(size_of(pattern) * _REGEX)
-
-
-#: function or method name -> cost(args, result); ``args`` start with the
-#: receiver of a method.  Kubernetes' estimator's entries, then the
-#: extensions' trackers, then cel-go's own size-dependent overloads.
-CALL_COSTS = {
-    **{name: (lambda a, r: _traversal(a[0]) if a else 0)
-       for name in ("isSorted", "sum", "max", "min", "indexOf", "lastIndexOf")},
-    **{name: (lambda a, r: _tenth(_k8s_size(a[0])))
-       for name in ("url", "lowerAscii", "upperAscii", "substring", "trim", "cidr", "isIP",
-                    "isCIDR", "quantity", "isQuantity")},
-    **{name: (lambda a, r: math.ceil(_k8s_size(a[0]) * 2 * _TRAVERSAL))
-       for name in ("replace", "split", "ip.isCanonical")},
-    "join": lambda a, r: math.ceil(_k8s_size(r) * 2 * _TRAVERSAL),
-    "find": lambda a, r: _regex_cost(a[0], a[1]),
-    "findAll": lambda a, r: _regex_cost(a[0], a[1]),
-    # ``ip()`` of a CIDR reads a field; ``ip(s)`` parses
-    "ip": lambda a, r: _tenth(_k8s_size(a[0])) if isinstance(a[0], str) else 1,
-    "containsIP": lambda a, r: _contains_ip(a),
-    "containsCIDR": lambda a, r: _contains_cidr(a),
-    # cel-go's sets extension
-    "sets.contains": lambda a, r: 1 + int(size_of(a[0]) * size_of(a[1]) * 1.0),
-    "sets.intersects": lambda a, r: 1 + int(size_of(a[0]) * size_of(a[1]) * 1.0),
-    "sets.equivalent": lambda a, r: 1 + int(size_of(a[0]) * size_of(a[1]) * 2.0),
-    # cel-go's lists extension (version 3)
-    **{name: (lambda a, r: size_of(r) + 1 + _LIST_CREATE)
-       for name in ("slice", "lists.range", "reverse")},
-    "flatten": lambda a, r: int((a[1] if len(a) > 1 else 1) * size_of(a[0])) + 1 + _LIST_CREATE,
-    "distinct": lambda a, r: _self_compare(a[0]),
-    "sort": lambda a, r: _self_compare(a[0]),
-    # cel-go's own
-    "startsWith": lambda a, r: _tenth(size_of(a[0])),
-    "endsWith": lambda a, r: _tenth(size_of(a[0])),
-    "format": lambda a, r: _tenth(size_of(a[0])),
-    "strings.quote": lambda a, r: _tenth(size_of(a[0])),
-    "contains": lambda a, r: _tenth(size_of(a[0])) * _tenth(size_of(a[1])),
-    "matches": lambda a, r: _regex_cost(a[0], a[1]),
-    "string": lambda a, r: _tenth(size_of(a[0])) if isinstance(a[0], bytes) else 1,
-    "bytes": lambda a, r: _tenth(size_of(a[0])) if isinstance(a[0], str) else 1,
-}
-
-
-def _operator_cost(op: str, a, b) -> int:
-    if op in ("==", "!="):
-        return _tenth(min(size_of(a), size_of(b)))
-    if op in ("<", "<=", ">", ">="):
-        both = (isinstance(a, str) and isinstance(b, str)) or \
-            (isinstance(a, bytes) and isinstance(b, bytes))
-        return _tenth(min(size_of(a), size_of(b))) if both else 1
-    if op == "in":
-        return size_of(b) if isinstance(b, (list, tuple)) else 1
-    if op == "+":
-        both = (isinstance(a, str) and isinstance(b, str)) or \
-            (isinstance(a, bytes) and isinstance(b, bytes))
-        return _tenth(size_of(a) + size_of(b)) if both else 1
-    return 1
-
-
-def call_cost(name: str, args, result) -> int:
-    """One call's cost (``args``: the receiver first for a method)."""
-    fn = CALL_COSTS.get(name)
-    if fn is not None and not any(isinstance(a, CELEvalError) for a in args):
-        try:
-            return fn(args, result)
-        except (IndexError, TypeError):
-            pass            # no overload takes these arguments: a nominal call
-    return 1
 
 
 _RELATIONS = {"relation_lt": "<", "relation_le": "<=", "relation_gt": ">",
@@ -337,7 +208,7 @@ class CostEvaluator(OptionalEvaluator):
         if isinstance(tree, BindExpr) and not self.tracker.quiet:
             # cel-go's expansion: an empty range (a list literal), the init
             # evaluated once, then the body
-            self.tracker.add(_LIST_CREATE)
+            self.tracker.add(LIST_CREATE)
             self.visit(tree.init)
         before = self.tracker.cost
         value = super()._visit_tree(tree)
@@ -358,9 +229,9 @@ class CostEvaluator(OptionalEvaluator):
             if child.data == "ident":
                 add(1)
             elif child.data == "list_lit":
-                add(_LIST_CREATE)
+                add(LIST_CREATE)
             elif child.data == "map_lit":
-                add(_MAP_CREATE)
+                add(MAP_CREATE)
             elif child.data == "ident_arg":
                 name = str(child.children[0])
                 if name == "has":
@@ -382,7 +253,7 @@ class CostEvaluator(OptionalEvaluator):
             add(call_cost(method, args, value))
         elif d in ("relation", "addition", "multiplication") and len(ch) == 2:
             op = _RELATIONS[ch[0].data]
-            add(_operator_cost(op, self._value(ch[0].children[0]), self._value(ch[1])))
+            add(operator_cost(op, self._value(ch[0].children[0]), self._value(ch[1])))
         elif d == "unary" and len(ch) == 2:
             literal = _unwrap(ch[1])
             folded = ch[0].data == "unary_neg" and isinstance(literal, lark.Tree) \
@@ -465,7 +336,7 @@ class CostEvaluator(OptionalEvaluator):
         add(1)                                          # hasValue()
         if target.has_value:
             twice = self._spent.get(id(tree.children[0]), 0)
-            add((method == "optMap") + _LIST_CREATE + twice + 1)
+            add((method == "optMap") + LIST_CREATE + twice + 1)
         else:
             add(1)                                      # optional.none()
 
@@ -480,7 +351,7 @@ class CostEvaluator(OptionalEvaluator):
         n = len(target)
         # the bind's range and read, the map's range read, init, steps and
         # result, then the sort's own tracker
-        self.tracker.add(_LIST_CREATE + 1 + 1 + _LIST_CREATE + 12 * n + 1 + _self_compare(keys))
+        self.tracker.add(LIST_CREATE + 1 + 1 + LIST_CREATE + 12 * n + 1 + self_compare(keys))
 
     def _fold(self, tree, method: str):
         """A comprehension as cel-go's expansion evaluates it (module doc)."""
@@ -529,7 +400,7 @@ class CostEvaluator(OptionalEvaluator):
         if method == "filter":
             keep, transform = [transform], None
         to_map = method in ("transformMap", "transformMapEntry")
-        add(_MAP_CREATE if to_map else _LIST_CREATE)
+        add(MAP_CREATE if to_map else LIST_CREATE)
         out = celtypes.MapType() if to_map else celtypes.ListType()
         error = None
         for item in items:
@@ -541,7 +412,7 @@ class CostEvaluator(OptionalEvaluator):
                 if not p:
                     continue
             if transform is None:                   # filter: accu + [x]
-                add(1 + 1 + _LIST_CREATE + 1)
+                add(1 + 1 + LIST_CREATE + 1)
                 value = item[-1]
             else:
                 value = run(transform, item)
