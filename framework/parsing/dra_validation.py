@@ -94,6 +94,13 @@ def _too_long(ctx: ObjectContext, path: str, limit: int) -> None:
     ctx.fail(path, f"Too long: may not be more than {limit} bytes")
 
 
+def _checked_list(ctx: ObjectContext, items, path: str, limit: int) -> list:
+    """``items`` (a list or None) of at most ``limit``."""
+    items = items or []
+    _too_many(ctx, path, items, limit)
+    return items
+
+
 def _check(ctx: ObjectContext, path: str, value: str, errs: list[str]) -> None:
     if errs:
         ctx.fail(path, invalid_value(value, errs))
@@ -157,7 +164,9 @@ def _pool_name_errors(name: str) -> list[str]:
 def _check_key_names(ctx: ObjectContext, mapping: dict, path: str, rule) -> None:
     """Each key of ``mapping`` held to ``rule`` (name -> problems)."""
     for key in mapping:
-        _check(ctx, path, key, list(rule(key)))
+        errs = rule(key)
+        if errs:
+            ctx.fail(path, invalid_value(key, list(errs)))
 
 
 def _true_or_unset(ctx: ObjectContext, raw: dict, key: str, path: str) -> None:
@@ -169,9 +178,19 @@ def _true_or_unset(ctx: ObjectContext, raw: dict, key: str, path: str) -> None:
 # ResourceSlice
 
 
-def _check_attribute(ctx: ObjectContext, value: dict, path: str) -> None:
-    """One attribute (its shape parsed already): exactly one value, strings
-    and versions at most 64 bytes, a list not empty."""
+def _check_attribute(ctx: ObjectContext, value: dict, base: str, key: str) -> None:
+    """Attribute ``key`` of the attributes at ``base`` (its shape parsed
+    already): exactly one value, strings and versions at most 64 bytes, a
+    list not empty."""
+    if len(value) == 1:
+        # the common form, one scalar (16 characters are at most 64 bytes)
+        for kind, raw in value.items():
+            if kind == "int" or kind == "bool":
+                return
+            if (kind == "string" or kind == "version") and (
+                    len(raw) <= 16 or _nbytes(raw) <= ATTRIBUTE_VALUE_MAX_LENGTH):
+                return
+    path = join_path(base, key)
     kinds = [k for k, v in value.items() if v is not None]
     if not kinds:
         ctx.fail(path, 'Invalid value: "": exactly one value must be specified')
@@ -304,8 +323,9 @@ def check_device(ctx: ObjectContext, d: dict, path: str, per_device: bool) -> No
         ctx.fail(path, f"Invalid value: {total}: the total number of attributes and "
                  f"capacities must not exceed {MAX_ATTRIBUTES_AND_CAPACITIES}")
     _check_key_names(ctx, attributes, f"{path}.attributes", device_attribute_name_errors)
+    base = f"{path}.attributes"
     for key, value in attributes.items():
-        _check_attribute(ctx, value, join_path(f"{path}.attributes", key))
+        _check_attribute(ctx, value, base, key)
     _check_key_names(ctx, capacity, f"{path}.capacity", device_attribute_name_errors)
     shared = d.get("allowMultipleAllocations") is True
     for key, value in capacity.items():
@@ -316,15 +336,13 @@ def check_device(ctx: ObjectContext, d: dict, path: str, per_device: bool) -> No
         if not shared:
             ctx.fail(ppath, "Forbidden: allowMultipleAllocations must be true")
         _check_request_policy(ctx, parse_quantity(value["value"]), policy, ppath)
-    taints = d.get("taints") or []
-    _too_many(ctx, f"{path}.taints", taints, TAINTS_MAX)
-    for i, t in enumerate(taints):
+    for i, t in enumerate(_checked_list(ctx, d.get("taints"), f"{path}.taints", TAINTS_MAX)):
         tpath = f"{path}.taints[{i}]"
         _check(ctx, f"{tpath}.key", t["key"], qualified_name_errors(t["key"]))
         if t.get("value"):
             _check(ctx, f"{tpath}.value", t["value"], label_value_errors(t["value"]))
-    consumes = d.get("consumesCounters") or []
-    _too_many(ctx, f"{path}.consumesCounters", consumes, CONSUMPTIONS_PER_DEVICE_MAX)
+    consumes = _checked_list(ctx, d.get("consumesCounters"), f"{path}.consumesCounters",
+                             CONSUMPTIONS_PER_DEVICE_MAX)
     sets = set()
     for i, c in enumerate(consumes):
         cpath = f"{path}.consumesCounters[{i}]"
@@ -345,7 +363,8 @@ def check_device(ctx: ObjectContext, d: dict, path: str, per_device: bool) -> No
         ctx.fail(path, "Invalid value: null: `nodeName`, `nodeSelector` and `allNodes` can "
                  "only be set if `perDeviceNodeSelection` is set to true in the "
                  "ResourceSlice spec")
-    _check_binding_conditions(ctx, d, path)
+    if d.get("bindingConditions") or d.get("bindingFailureConditions"):
+        _check_binding_conditions(ctx, d, path)
 
 
 def check_slice(ctx: ObjectContext, spec: dict, devices) -> None:
@@ -370,13 +389,15 @@ def check_slice(ctx: ObjectContext, spec: dict, devices) -> None:
     if spec.get("sharedCounters") is not None and spec.get("devices") is not None:
         ctx.fail("spec", 'Invalid value: "": only one of `sharedCounters` or `devices` '
                  "is allowed")
-    if any(d.taints or d.consumes_counters for d in devices):
+    if len(devices) > MAX_DEVICES_WITH_TAINTS_OR_COUNTERS and any(
+            d.taints or d.consumes_counters for d in devices):
         _too_many(ctx, "spec.devices", devices, MAX_DEVICES_WITH_TAINTS_OR_COUNTERS)
-    seen = set()
-    for i, d in enumerate(devices):
-        if d.name in seen:
-            ctx.fail(f"spec.devices[{i}].name", f"Duplicate value: {d.name!r}")
-        seen.add(d.name)
+    if len({d.name for d in devices}) != len(devices):
+        seen = set()
+        for i, d in enumerate(devices):
+            if d.name in seen:
+                ctx.fail(f"spec.devices[{i}].name", f"Duplicate value: {d.name!r}")
+            seen.add(d.name)
     counter_sets = spec.get("sharedCounters") or []
     _too_many(ctx, "spec.sharedCounters", counter_sets, COUNTER_SETS_MAX)
     names = set()
