@@ -9,6 +9,11 @@ same few device shapes on every node) and ``unique`` (8 GPUs each carrying a
 device a shape of its own, so every device is checked).  Objects are built
 in memory in each process (no YAML reading: the part that changed is the
 parsing); each process times one ``parse_objects`` (``time.process_time``).
+On a loaded machine the processes' times scatter, so the record also
+has, in one process of this tree, the parser alone (``parse_resource_slice``)
+and with the checks (``load_resource_slice``) over the same slices,
+alternated ``--rounds`` times with the memos emptied before each: the
+checks' own cost, measured side by side.
 
 python -m tensorsched.bench.dra_validation_load --base-commit C [--rounds 3]
         [--slices 5000] [--output bench/results/dra-validation-load-before-after.json]
@@ -26,6 +31,7 @@ import time
 
 from tensorsched.bench.harness import git_commit, machine_info
 from tensorsched.bench.openb_nominees import base_tree
+from tensorsched.framework.parsing import dra
 from tensorsched.framework.parsing.manifests import parse_objects
 from tensorsched.generators.dra_clusters import node_slice
 
@@ -50,6 +56,23 @@ def _child(cluster: str, slices: int) -> None:
     cpu = time.process_time() - t0
     devices = sum(len(s.devices) for s in got.resource_slices)
     print(json.dumps({"cpu_seconds": round(cpu, 4), "devices": devices}))
+
+
+def _side_by_side(cluster: str, slices: int, rounds: int) -> dict:
+    """CPU seconds of the parser alone and with the checks, alternated in
+    this process, the memos emptied before each pass."""
+    objs = _objects(cluster, slices)
+    out = {"parse": [], "parse_and_check": []}
+    for _ in range(rounds):
+        for side, fn in (("parse", dra.parse_resource_slice),
+                         ("parse_and_check", dra.load_resource_slice)):
+            dra._DEVICE_SHAPES.clear()
+            dra._SCALAR_ATTRIBUTES.clear()
+            t0 = time.process_time()
+            for o in objs:
+                fn(o)
+            out[side].append(round(time.process_time() - t0, 4))
+    return out
 
 
 def _run(path: str | None, cluster: str, slices: int) -> dict:
@@ -85,11 +108,15 @@ def main(argv=None):
             runs[cluster]["after"].append(_run(None, cluster, a.slices))
     summary = {c: {side: min(r["cpu_seconds"] for r in runs[c][side])
                    for side in ("before", "after")} for c in CLUSTERS}
+    side_by_side = {c: _side_by_side(c, a.slices, a.rounds) for c in CLUSTERS}
+    for c in CLUSTERS:
+        summary[c].update({f"{k}_min": min(v) for k, v in side_by_side[c].items()})
     record = {"benchmark": "dra_validation_load", "slices": a.slices, "rounds": a.rounds,
               "what": "CPU seconds of one parse_objects over the slices (min over rounds)",
               "base_commit": a.base_commit, "commit": git_commit(),
               "machine": machine_info(), "backend": "python (parsing only)",
-              "min_cpu_seconds": summary, "runs": runs}
+              "min_cpu_seconds": summary, "runs": runs,
+              "same_process_cpu_seconds": side_by_side}
     text = json.dumps(record, indent=2)
     if a.output:
         with open(a.output, "w") as f:

@@ -161,6 +161,17 @@ def _pool_name_errors(name: str) -> list[str]:
     return errs
 
 
+_UUID_RE = re.compile("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _uid_errors(uid: str) -> list[str]:
+    """``validateUID``: a UUID in RFC 4122's normalized form."""
+    if _UUID_RE.fullmatch(uid):
+        return []
+    return ["uid must be in RFC 4122 normalized form, `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` "
+            "with lowercase hexadecimal characters"]
+
+
 def _check_key_names(ctx: ObjectContext, mapping: dict, path: str, rule) -> None:
     """Each key of ``mapping`` held to ``rule`` (name -> problems)."""
     for key in mapping:
@@ -575,7 +586,8 @@ def check_claim_spec(ctx: ObjectContext, spec: dict, path: str) -> None:
 def check_claim_status(ctx: ObjectContext, spec: dict, status: dict) -> None:
     """A claim's status as the API server takes it: at most 32 allocation
     results, each naming a request of the claim, a driver, a pool and a
-    device by valid names; at most 256 consumers in ``reservedFor``, with
+    device by valid names (and a share by a normalized UUID), a valid node
+    selector; at most 256 consumers in ``reservedFor``, with
     distinct uids, and none without an allocation."""
     known = _request_names((spec or {}).get("devices") or {})
     allocation = status.get("allocation")
@@ -589,6 +601,11 @@ def check_claim_status(ctx: ObjectContext, spec: dict, status: dict) -> None:
             _check(ctx, f"{path}.driver", r["driver"], list(driver_name_errors(r["driver"])))
             _check(ctx, f"{path}.pool", r["pool"], _pool_name_errors(r["pool"]))
             _check(ctx, f"{path}.device", r["device"], dns1123_label_errors(r["device"]))
+            if r.get("shareID") is not None:
+                _check(ctx, f"{path}.shareID", r["shareID"], _uid_errors(r["shareID"]))
+        if allocation.get("nodeSelector") is not None:
+            check_node_selector(ctx, allocation["nodeSelector"],
+                                "status.allocation.nodeSelector")
     reserved = status.get("reservedFor") or []
     _too_many(ctx, "status.reservedFor", reserved, RESERVED_FOR_MAX)
     uids = set()

@@ -305,6 +305,8 @@ _POD_REF = {"resource": "pods", "name": "p", "uid": "u1"}
      "status.allocation.devices.results[0].device", "RFC 1123 label"),
     (_allocated([dict(_RESULT, pool="Pool_1")]),
      "status.allocation.devices.results[0].pool", "RFC 1123 subdomain"),
+    (_allocated([dict(_RESULT, shareID="ABC")]),
+     "status.allocation.devices.results[0].shareID", "RFC 4122 normalized form"),
     (_allocated(None, [_POD_REF]), "status.reservedFor",
      "Forbidden: may not be specified when `allocated` is not set"),
     (_allocated([_RESULT], [_POD_REF, dict(_POD_REF, name="q")]), "status.reservedFor[1]",
