@@ -544,11 +544,13 @@ def _parse_resource_slice(obj: dict, where: str | None, strict: bool) -> Resourc
     node_selector = _node_selector(ctx, spec.get("nodeSelector"), "spec.nodeSelector")
     all_nodes = ctx.boolean(spec.get("allNodes"), "spec.allNodes")
     per_device = ctx.boolean(spec.get("perDeviceNodeSelection"), "spec.perDeviceNodeSelection")
-    if sum((node_name is not None, node_selector is not None, all_nodes, per_device)) != 1:
+    chosen = sum((node_name is not None, node_selector is not None, all_nodes, per_device))
+    if chosen != 1:
         ctx.fail(
             "spec",
             "exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
-            "`perDeviceNodeSelection` is required",
+            "`perDeviceNodeSelection` is required" + (", but multiple fields are set"
+                                                      if chosen else ""),
         )
     raw_devices = ctx.list(spec.get("devices"), "spec.devices")
     if len(raw_devices) > MAX_DEVICES_PER_SLICE:
@@ -642,7 +644,8 @@ def _claim_spec(ctx: ObjectContext, spec, path: str) -> dict:
         names.add(name)
         has_exact, has_first = r.get("exactly") is not None, r.get("firstAvailable") is not None
         if has_exact == has_first:
-            ctx.fail(rpath, "exactly one of `exactly` or `firstAvailable` is required")
+            ctx.fail(rpath, "exactly one of `exactly` or `firstAvailable` is required"
+                     + (", but multiple fields are set" if has_exact else ""))
         if has_exact:
             requests.append(
                 DeviceRequest(name, exactly=_exact(ctx, r["exactly"], f"{rpath}.exactly", False))

@@ -586,8 +586,9 @@ def check_claim_spec(ctx: ObjectContext, spec: dict, path: str) -> None:
 def check_claim_status(ctx: ObjectContext, spec: dict, status: dict) -> None:
     """A claim's status as the API server takes it: at most 32 allocation
     results, each naming a request of the claim, a driver, a pool and a
-    device by valid names (and a share by a normalized UUID), a valid node
-    selector; at most 256 consumers in ``reservedFor``, with
+    device by valid names (and a share by a normalized UUID); at most 64
+    configurations (the class's and the claim's), each naming requests of
+    the claim, with their opaque parameters; a valid node selector; at most 256 consumers in ``reservedFor``, with
     distinct uids, and none without an allocation."""
     known = _request_names((spec or {}).get("devices") or {})
     allocation = status.get("allocation")
@@ -603,6 +604,12 @@ def check_claim_status(ctx: ObjectContext, spec: dict, status: dict) -> None:
             _check(ctx, f"{path}.device", r["device"], dns1123_label_errors(r["device"]))
             if r.get("shareID") is not None:
                 _check(ctx, f"{path}.shareID", r["shareID"], _uid_errors(r["shareID"]))
+        configs = (allocation.get("devices") or {}).get("config") or []
+        _too_many(ctx, "status.allocation.devices.config", configs, 2 * CONFIG_MAX)
+        for i, c in enumerate(configs):
+            cpath = f"status.allocation.devices.config[{i}]"
+            _check_request_refs(ctx, c.get("requests"), f"{cpath}.requests", known)
+            _check_opaque(ctx, c, cpath)
         if allocation.get("nodeSelector") is not None:
             check_node_selector(ctx, allocation["nodeSelector"],
                                 "status.allocation.nodeSelector")

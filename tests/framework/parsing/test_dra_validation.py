@@ -307,6 +307,10 @@ _POD_REF = {"resource": "pods", "name": "p", "uid": "u1"}
      "status.allocation.devices.results[0].pool", "RFC 1123 subdomain"),
     (_allocated([dict(_RESULT, shareID="ABC")]),
      "status.allocation.devices.results[0].shareID", "RFC 4122 normalized form"),
+    ({**_allocated([_RESULT]), "status": {"allocation": {"devices": {
+        "results": [_RESULT], "config": [{"source": "FromClaim", "requests": ["tpu"], "opaque": {
+            "driver": "gpu.example.com", "parameters": {}}}]}}}},
+     "status.allocation.devices.config[0].requests[0]", "must be the name of a request"),
     (_allocated(None, [_POD_REF]), "status.reservedFor",
      "Forbidden: may not be specified when `allocated` is not set"),
     (_allocated([_RESULT], [_POD_REF, dict(_POD_REF, name="q")]), "status.reservedFor[1]",
