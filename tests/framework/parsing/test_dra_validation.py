@@ -19,6 +19,7 @@ from tensorsched.framework.parsing.dra import (
     parse_resource_slice,
 )
 from tensorsched.framework.parsing.manifests import load_objects, parse_objects, parse_pod
+from tensorsched.framework.parsing.meta import NameRules
 from tensorsched.framework.state.dra_claims import ClaimState
 
 API = "resource.k8s.io/v1"
@@ -439,3 +440,14 @@ def test_refused_calls_leave_the_simulation_unchanged():
     sim.submit([_pod([{"name": "gpu"}])])
     sim.run()
     assert len(ClaimState.of(sim.cluster.state).slices) == 2
+
+
+def test_results_naming_other_requests_load_with_the_name_rules_off(monkeypatch):
+    """Upstream's plugin tests allocate claims by hand (their harness turns
+    the name rules off): the results' names are then not held to the claim."""
+    obj = _allocated([dict(_RESULT, request="req-2")])
+    with pytest.raises(ManifestError, match="must be the name of a request"):
+        parse_objects([copy.deepcopy(obj)])
+    monkeypatch.setattr(NameRules, "enforced", False)
+    (claim,) = parse_objects([obj]).resource_claims
+    assert claim.allocation.results[0].request == "req-2"
