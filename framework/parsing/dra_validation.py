@@ -195,12 +195,14 @@ def _check_attribute(ctx: ObjectContext, value: dict, base: str, key: str) -> No
     already): exactly one value, strings and versions at most 64 bytes, a
     list not empty."""
     if len(value) == 1:
-        # the common form, one scalar (16 characters are at most 64 bytes)
+        # the common form, one scalar (16 characters are at most 64 bytes,
+        # 64 ASCII characters 64 bytes)
         for kind, raw in value.items():
             if kind == "int" or kind == "bool":
                 return
             if (kind == "string" or kind == "version") and (
-                    len(raw) <= 16 or _nbytes(raw) <= ATTRIBUTE_VALUE_MAX_LENGTH):
+                    len(raw) <= 16 or (len(raw) <= ATTRIBUTE_VALUE_MAX_LENGTH and raw.isascii())
+                    or _nbytes(raw) <= ATTRIBUTE_VALUE_MAX_LENGTH):
                 return
     path = join_path(base, key)
     kinds = [k for k, v in value.items() if v is not None]
