@@ -14,7 +14,7 @@ import numpy as np
 
 from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.parsing.dra import parse_resource_slice
+from tensorsched.framework.parsing.dra import load_resource_slice
 from tensorsched.framework.records.dra_records import ResourceSliceRecord
 from tensorsched.framework.parsing.manifests import Objects, parse_node, parse_pod
 from tensorsched.framework.parsing.meta import source_of
@@ -133,10 +133,11 @@ def node_copies(template: NodeRecord, names) -> list[NodeRecord]:
 
 def slice_template(template, node: NodeRecord, what: str = "node template") -> list:
     """The ResourceSlices (dicts or records) that come with a node template:
-    parsed, each local to the template node (``spec.nodeName`` its name)."""
+    parsed with the API server's checks, each local to the template node
+    (``spec.nodeName`` its name)."""
     out = []
     for s in template or ():
-        rec = s if isinstance(s, ResourceSliceRecord) else parse_resource_slice(s)
+        rec = s if isinstance(s, ResourceSliceRecord) else load_resource_slice(s)
         if rec.node_name != node.name:
             raise ManifestError(f"ResourceSlice {rec.name}", "spec.nodeName",
                                 f"a {what}'s slice must be local to node {node.name!r}, "

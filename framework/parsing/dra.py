@@ -8,8 +8,10 @@ field.  A few things the API server would refuse but upstream's allocator
 still meets and answers with its own error (a selector without ``cel``, a
 constraint that sets nothing, an attribute without a value, an empty
 ``deviceClassName``) are kept, so that the allocator reports them as upstream
-does (see ``state.dra_allocator``).  Objects of another ``resource.k8s.io``
-version are not read (counted as ignored kinds).
+does (see ``state.dra_allocator``); objects read as a cluster (the
+``load_*`` functions, ``OBJECT_KINDS``) also get the API server's checks
+(:mod:`.dra_validation`).  Objects of another ``resource.k8s.io`` version
+are not read (counted as ignored kinds).
 
 Defaults applied as the API server does: a request's ``allocationMode`` is
 ``ExactCount`` with ``count: 1``; a toleration's ``operator`` is ``Equal``; a
@@ -49,12 +51,20 @@ from tensorsched.framework.records.dra_records import (
     ResourceClaimTemplateRecord,
     ResourceSliceRecord,
 )
+from .dra_validation import (
+    check_claim_spec,
+    check_claim_status,
+    check_device,
+    check_device_class,
+    check_slice,
+    check_template_metadata,
+    driver_name_errors,
+)
 from .meta import (
     ObjectContext,
     ObjectKind,
     check_annotations,
     dns1123_label_errors,
-    dns1123_subdomain_errors,
     identity,
     invalid_value,
     join_path,
@@ -90,7 +100,8 @@ def is_resource_v1(obj) -> bool:
 
 #: ResourceSliceMaxDevices (resource.k8s.io/v1)
 MAX_DEVICES_PER_SLICE = 128
-DRIVER_NAME_MAX_LENGTH = 63
+#: CELSelectorExpressionMaxLength: bytes of a selector's expression
+CEL_SELECTOR_MAX_LENGTH = 10 * 1024
 
 # --------------------------------------------------------------------------
 # small parts
@@ -104,12 +115,10 @@ def _dns_label(ctx: ObjectContext, value: str, path: str) -> str:
 
 
 def _driver_name(ctx: ObjectContext, value: str, path: str) -> str:
-    """validateDriverName: a DNS subdomain of at most 63 characters."""
-    errs = dns1123_subdomain_errors(value)
-    if len(value) > DRIVER_NAME_MAX_LENGTH:
-        errs = [f"must be no more than {DRIVER_NAME_MAX_LENGTH} characters", *errs]
+    """validateDriverName: a DNS subdomain (case aside) of at most 63 bytes."""
+    errs = driver_name_errors(value)
     if errs:
-        ctx.fail(path, invalid_value(value, errs))
+        ctx.fail(path, invalid_value(value, list(errs)))
     return value
 
 
@@ -241,7 +250,13 @@ def _selectors(ctx: ObjectContext, value, path: str) -> tuple[str | None, ...]:
             out.append(None)  # unknown selector type: the allocator refuses it
             continue
         cel = ctx.mapping(cel, f"{path}[{i}].cel")
-        out.append(ctx.string(cel.get("expression"), f"{path}[{i}].cel.expression", required=True))
+        epath = f"{path}[{i}].cel.expression"
+        expression = ctx.string(cel.get("expression"), epath, required=True)
+        # upstream does not compile a longer one (Go's len: bytes)
+        if len(expression) > CEL_SELECTOR_MAX_LENGTH // 4 and len(
+                expression.encode("utf-8", "surrogatepass")) > CEL_SELECTOR_MAX_LENGTH:
+            ctx.fail(epath, f"Too long: may not be more than {CEL_SELECTOR_MAX_LENGTH} bytes")
+        out.append(expression)
     return tuple(out)
 
 
@@ -384,7 +399,8 @@ def _request_policy(ctx: ObjectContext, value, path: str) -> RequestPolicy | Non
         if rng.get("step") is not None:
             step = _quantity(ctx, rng["step"], f"{path}.validRange.step")
     if valid_values is not None and lo is not None:
-        ctx.fail(path, "validValues and validRange are mutually exclusive")
+        ctx.fail(path, 'Forbidden: exactly one policy can be specified, cannot specify '
+                 '"validValues" and "validRange" at the same time')
     return RequestPolicy(default, valid_values, lo, hi, step)
 
 
@@ -393,16 +409,20 @@ def _request_policy(ctx: ObjectContext, value, path: str) -> RequestPolicy | Non
 _DEVICE_SHAPES: dict = {}
 
 
-def _device_of_shape(ctx: ObjectContext, d, path: str, per_device: bool) -> DeviceRecord:
-    """``_device``, checking each distinct shape (the device but its name)
-    once: the name is checked on its own and the rest is the record of the
-    first device of that shape (an object that fails is never kept)."""
+def _device_of_shape(
+    ctx: ObjectContext, d, path: str, per_device: bool, strict: bool
+) -> DeviceRecord:
+    """``_device`` (and with ``strict`` the API server's checks,
+    ``dra_validation.check_device``), checking each distinct shape (the
+    device but its name) once: the name is checked on its own and the rest
+    is the record of the first device of that shape (an object that fails
+    is never kept)."""
     if type(d) is not dict:
-        return _device(ctx, d, path, per_device)
-    key = (per_device, repr([(k, v) for k, v in d.items() if k != "name"]))
+        return _device(ctx, d, path, per_device, strict)
+    key = (per_device, strict, repr([(k, v) for k, v in d.items() if k != "name"]))
     got = _DEVICE_SHAPES.get(key)
     if got is None:
-        got = _device(ctx, d, path, per_device)
+        got = _device(ctx, d, path, per_device, strict)
         if len(_DEVICE_SHAPES) > 65536:
             _DEVICE_SHAPES.clear()
         _DEVICE_SHAPES[key] = got
@@ -413,7 +433,7 @@ def _device_of_shape(ctx: ObjectContext, d, path: str, per_device: bool) -> Devi
     return got if got.name == name else dataclasses.replace(got, name=name)
 
 
-def _device(ctx: ObjectContext, d, path: str, per_device: bool) -> DeviceRecord:
+def _device(ctx: ObjectContext, d, path: str, per_device: bool, strict: bool) -> DeviceRecord:
     d = ctx.mapping(d, path)
     name = _dns_label(
         ctx, ctx.string(d.get("name"), f"{path}.name", required=True), f"{path}.name"
@@ -461,15 +481,17 @@ def _device(ctx: ObjectContext, d, path: str, per_device: bool) -> DeviceRecord:
     if per_device and chosen != 1:
         ctx.fail(
             path,
-            "exactly one of `nodeName`, `nodeSelector`, `allNodes` is required "
-            "when the slice sets perDeviceNodeSelection",
+            "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when "
+            "`perDeviceNodeSelection` is set to true in the ResourceSlice spec",
         )
     if not per_device and chosen:
         ctx.fail(
             path,
-            "`nodeName`, `nodeSelector` and `allNodes` of a device need "
-            "`spec.perDeviceNodeSelection: true`",
+            "`nodeName`, `nodeSelector` and `allNodes` can only be set if "
+            "`perDeviceNodeSelection` is set to true in the ResourceSlice spec",
         )
+    if strict:
+        check_device(ctx, d, path, per_device)
     return DeviceRecord(
         name=name,
         attributes=attributes,
@@ -497,6 +519,10 @@ def parse_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlic
 
     Exactly one of ``nodeName``, ``nodeSelector``, ``allNodes``,
     ``perDeviceNodeSelection`` must be set, as the API requires."""
+    return _parse_resource_slice(obj, where, strict=False)
+
+
+def _parse_resource_slice(obj: dict, where: str | None, strict: bool) -> ResourceSliceRecord:
     ctx, _, _, name = identity(obj, "ResourceSlice", False, where)
     spec = ctx.mapping(obj.get("spec"), "spec")
     driver = _driver_name(
@@ -518,11 +544,13 @@ def parse_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlic
     node_selector = _node_selector(ctx, spec.get("nodeSelector"), "spec.nodeSelector")
     all_nodes = ctx.boolean(spec.get("allNodes"), "spec.allNodes")
     per_device = ctx.boolean(spec.get("perDeviceNodeSelection"), "spec.perDeviceNodeSelection")
-    if sum((node_name is not None, node_selector is not None, all_nodes, per_device)) != 1:
+    chosen = sum((node_name is not None, node_selector is not None, all_nodes, per_device))
+    if chosen != 1:
         ctx.fail(
             "spec",
             "exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
-            "`perDeviceNodeSelection` is required",
+            "`perDeviceNodeSelection` is required" + (", but multiple fields are set"
+                                                      if chosen else ""),
         )
     raw_devices = ctx.list(spec.get("devices"), "spec.devices")
     if len(raw_devices) > MAX_DEVICES_PER_SLICE:
@@ -531,7 +559,7 @@ def parse_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlic
             f"Too many: {len(raw_devices)}: must have at most {MAX_DEVICES_PER_SLICE} items",
         )
     devices = tuple(
-        _device_of_shape(ctx, d, f"spec.devices[{i}]", per_device)
+        _device_of_shape(ctx, d, f"spec.devices[{i}]", per_device, strict)
         for i, d in enumerate(raw_devices)
     )
     counters = []
@@ -544,6 +572,8 @@ def parse_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlic
                 _quantity_map(ctx, cs.get("counters"), f"{cpath}.counters", nested=True),
             )
         )
+    if strict:
+        check_slice(ctx, spec, devices)
     return ResourceSliceRecord(
         name=name,
         driver=driver,
@@ -614,7 +644,8 @@ def _claim_spec(ctx: ObjectContext, spec, path: str) -> dict:
         names.add(name)
         has_exact, has_first = r.get("exactly") is not None, r.get("firstAvailable") is not None
         if has_exact == has_first:
-            ctx.fail(rpath, "exactly one of `exactly` or `firstAvailable` is required")
+            ctx.fail(rpath, "exactly one of `exactly` or `firstAvailable` is required"
+                     + (", but multiple fields are set" if has_exact else ""))
         if has_exact:
             requests.append(
                 DeviceRequest(name, exactly=_exact(ctx, r["exactly"], f"{rpath}.exactly", False))
@@ -785,82 +816,27 @@ def _namespaced_key(r) -> str:
 # by hand: those shapes are refused there, with the API server's wording.
 
 
-def _check_exact(ctx: ObjectContext, raw: dict, path: str) -> None:
-    if raw.get("allocationMode") == "All" and raw.get("count") is not None:
-        ctx.fail(f"{path}.count", "must not be specified when allocationMode is 'All'")
-
-
-def _check_qualified_attribute(ctx: ObjectContext, value: str, path: str) -> None:
-    """validateFullyQualifiedName: ``<domain>/<identifier>``, the domain a
-    DNS subdomain."""
-    domain, sep, ident = value.partition("/")
-    if not sep or not domain:
-        ctx.fail(path, invalid_value(value, ["must include a domain"]))
-    errs = dns1123_subdomain_errors(domain)
-    if not ident:
-        errs = [*errs, "the identifier after the domain must not be empty"]
-    if errs:
-        ctx.fail(path, invalid_value(value, errs))
-
-
-def _check_claim_spec(ctx: ObjectContext, spec: dict, path: str) -> None:
-    """What ``_claim_spec`` keeps and the API server refuses: ``count`` with
-    ``allocationMode: All``; subrequest names that are not unique DNS labels;
-    constraints naming a request the claim does not have, or an attribute
-    without its domain.  ``spec`` was parsed already (its shape is sound)."""
-    dpath = f"{path}.devices"
-    devices = spec.get("devices") or {}
-    known = set()
-    for i, r in enumerate(devices.get("requests") or ()):
-        rpath = f"{dpath}.requests[{i}]"
-        known.add(r["name"])
-        if r.get("exactly") is not None:
-            _check_exact(ctx, r["exactly"], f"{rpath}.exactly")
-            continue
-        subs = set()
-        for j, sub in enumerate(r.get("firstAvailable") or ()):
-            spath = f"{rpath}.firstAvailable[{j}]"
-            _dns_label(ctx, sub["name"], f"{spath}.name")
-            if sub["name"] in subs:
-                ctx.fail(f"{spath}.name", f"Duplicate value: {sub['name']!r}")
-            subs.add(sub["name"])
-            known.add(f"{r['name']}/{sub['name']}")
-            _check_exact(ctx, sub, spath)
-    for i, c in enumerate(devices.get("constraints") or ()):
-        cpath = f"{dpath}.constraints[{i}]"
-        for j, name in enumerate(c.get("requests") or ()):
-            if name not in known:
-                ctx.fail(
-                    f"{cpath}.requests[{j}]",
-                    invalid_value(name, ["must be the name of a request in the claim or the "
-                                         "name of a request and a subrequest separated by '/'"]),
-                )
-        for key in ("matchAttribute", "distinctAttribute"):
-            if c.get(key) is not None:
-                _check_qualified_attribute(ctx, c[key], f"{cpath}.{key}")
-
-
-def _check_slice(ctx: ObjectContext, rec: ResourceSliceRecord) -> None:
-    """Device names are unique within a slice (the API server refuses a
-    repeat; across the slices of a pool the allocator finds it invalid)."""
-    seen = set()
-    for i, d in enumerate(rec.devices):
-        if d.name in seen:
-            ctx.fail(f"spec.devices[{i}].name", f"Duplicate value: {d.name!r}")
-        seen.add(d.name)
+def load_device_class(obj: dict, *, where: str | None = None) -> DeviceClassRecord:
+    """``parse_device_class`` with the API server's checks (see above)."""
+    rec = parse_device_class(obj, where=where)
+    ctx = identity(obj, "DeviceClass", False, where)[0]
+    check_device_class(ctx, obj.get("spec") or {})
+    return rec
 
 
 def load_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSliceRecord:
-    """``parse_resource_slice`` with the API server's checks (see above)."""
-    rec = parse_resource_slice(obj, where=where)
-    _check_slice(identity(obj, "ResourceSlice", False, where)[0], rec)
-    return rec
+    """``parse_resource_slice`` with the API server's checks (see above;
+    those on a device are made once per device shape, as the parser's)."""
+    return _parse_resource_slice(obj, where, strict=True)
 
 
 def load_resource_claim(obj: dict, *, where: str | None = None) -> ResourceClaimRecord:
     """``parse_resource_claim`` with the API server's checks (see above)."""
     rec = parse_resource_claim(obj, where=where)
-    _check_claim_spec(identity(obj, "ResourceClaim", True, where)[0], obj.get("spec") or {}, "spec")
+    ctx = identity(obj, "ResourceClaim", True, where)[0]
+    spec = obj.get("spec") or {}
+    check_claim_spec(ctx, spec, "spec")
+    check_claim_status(ctx, spec, obj.get("status") or {})
     return rec
 
 
@@ -870,7 +846,9 @@ def load_resource_claim_template(
     """``parse_resource_claim_template`` with the API server's checks."""
     rec = parse_resource_claim_template(obj, where=where)
     ctx = identity(obj, "ResourceClaimTemplate", True, where)[0]
-    _check_claim_spec(ctx, (obj.get("spec") or {}).get("spec") or {}, "spec.spec")
+    spec = obj.get("spec") or {}
+    check_template_metadata(ctx, spec.get("metadata") or {})
+    check_claim_spec(ctx, spec.get("spec") or {}, "spec.spec")
     return rec
 
 
@@ -879,7 +857,7 @@ OBJECT_KINDS = (
     (
         ObjectKind(
             "DeviceClass",
-            parse_device_class,
+            load_device_class,
             lambda r: r.name,
             "DeviceClass {}",
             accepts=is_resource_v1,

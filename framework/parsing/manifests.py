@@ -74,7 +74,6 @@ from .meta import (
     canonical,
     check_labels,
     dns1123_label_errors,
-    dns1123_subdomain_errors,
     identity,
     invalid_value,
     join_path,
@@ -93,6 +92,7 @@ from tensorsched.framework.records.dra_records import (
     ResourceClaimTemplateRecord,
     ResourceSliceRecord,
 )
+from .node_selectors import check_node_selector_term
 from .pod_claims import parse_pod_claims
 from .pod_names import check_host_port, check_port_names, check_volume_mounts
 from .pod_templates import PodTemplates
@@ -145,7 +145,6 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 TOLERATION_OPERATORS = ("", "Equal", "Exists")
-NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
@@ -717,52 +716,6 @@ def _pod_requests(containers: list[_Container], init_containers: list[_Container
 # Pod: scheduling constraints
 
 
-def _node_selector_requirements(ctx: ObjectContext, value, path: str, fields: bool) -> None:
-    """A term's matchExpressions (``fields`` False) or matchFields, as the
-    API server validates a pod's: an expression's key a qualified name, In /
-    NotIn with values, Exists / DoesNotExist without, Gt / Lt with one (the
-    values themselves are not checked: kube-scheduler's matching reads a
-    bad one as matching no node); a field requirement on metadata.name, In
-    or NotIn with one value, a node name."""
-    for i, req in enumerate(ctx.list(value, path)):
-        rpath = f"{path}[{i}]"
-        req = ctx.mapping(req, rpath)
-        key = ctx.string(req.get("key"), f"{rpath}.key", required=True)
-        if req.get("operator") is None:
-            ctx.fail(f"{rpath}.operator", "required (" + ", ".join(NODE_SELECTOR_OPERATORS) + ")")
-        op = ctx.enum(req.get("operator"), f"{rpath}.operator", NODE_SELECTOR_OPERATORS)
-        values = ctx.str_list(req.get("values"), f"{rpath}.values")
-        if fields:
-            if op not in ("In", "NotIn"):
-                ctx.fail(f"{rpath}.operator", invalid_value(op, ["not a valid selector operator"]))
-            if len(values) != 1:
-                ctx.fail(f"{rpath}.values", "Required value: must be only one value when "
-                         "`operator` is 'In' or 'NotIn' for node field selector")
-            if key != "metadata.name":
-                ctx.fail(f"{rpath}.key", invalid_value(key, ["not a valid field selector key"]))
-            errs = dns1123_subdomain_errors(values[0])
-            if errs:
-                ctx.fail(f"{rpath}.values[0]", invalid_value(values[0], errs))
-            continue
-        if op in ("In", "NotIn") and not values:
-            ctx.fail(f"{rpath}.values", "Required value: must be specified when `operator` is "
-                     "'In' or 'NotIn'")
-        if op in ("Exists", "DoesNotExist") and values:
-            ctx.fail(f"{rpath}.values", "Forbidden: may not be specified when `operator` is "
-                     "'Exists' or 'DoesNotExist'")
-        if op in ("Gt", "Lt") and len(values) != 1:
-            ctx.fail(f"{rpath}.values", "Required value: must be specified single value when "
-                     "`operator` is 'Lt' or 'Gt'")
-        _label_key(ctx, key, f"{rpath}.key")
-
-
-def _node_selector_term(ctx: ObjectContext, term, path: str) -> None:
-    term = ctx.mapping(term, path)
-    _node_selector_requirements(ctx, term.get("matchExpressions"), f"{path}.matchExpressions",
-                                False)
-    _node_selector_requirements(ctx, term.get("matchFields"), f"{path}.matchFields", True)
-
-
 def _validate_node_affinity(ctx: ObjectContext, na, path: str) -> dict | None:
     if na is None:
         return None
@@ -776,7 +729,7 @@ def _validate_node_affinity(ctx: ObjectContext, na, path: str) -> dict | None:
         if not terms:
             ctx.fail(terms_path, "Required value: must have at least one node selector term")
         for i, term in enumerate(terms):
-            _node_selector_term(ctx, term, f"{terms_path}[{i}]")
+            check_node_selector_term(ctx, term, f"{terms_path}[{i}]")
     pref_path = f"{path}.preferredDuringSchedulingIgnoredDuringExecution"
     for i, pref in enumerate(ctx.list(na.get("preferredDuringSchedulingIgnoredDuringExecution"), pref_path)):
         ppath = f"{pref_path}[{i}]"
@@ -786,7 +739,7 @@ def _validate_node_affinity(ctx: ObjectContext, na, path: str) -> dict | None:
         ctx.integer(pref.get("weight"), f"{ppath}.weight", 1, 100)
         if pref.get("preference") is None:
             ctx.fail(f"{ppath}.preference", "required")
-        _node_selector_term(ctx, pref.get("preference"), f"{ppath}.preference")
+        check_node_selector_term(ctx, pref.get("preference"), f"{ppath}.preference")
     return na
 
 

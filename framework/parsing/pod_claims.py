@@ -12,6 +12,7 @@ reference to a name the pod does not list is invalid.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -88,19 +89,28 @@ def parse_pod_claims(ctx: ObjectContext, spec: dict) -> tuple[PodClaim, ...]:
 
 
 def _container_claims(ctx: ObjectContext, c, path: str, names: set[str]) -> None:
+    """A container's ``resources.claims``: each names a claim of the pod
+    (and optionally one of its requests, a DNS label), no name and request
+    twice."""
     resources = ctx.mapping(ctx.mapping(c, path).get("resources"), f"{path}.resources")
-    seen: set[tuple[str, str]] = set()
+    seen: set[str] = set()
     for k, ref in enumerate(ctx.list(resources.get("claims"), f"{path}.resources.claims")):
         rpath = f"{path}.resources.claims[{k}]"
         ref = ctx.mapping(ref, rpath)
         name = ctx.string(ref.get("name"), f"{rpath}.name", required=True)
         request = ctx.string(ref.get("request"), f"{rpath}.request")
-        if (name, request) in seen:
-            ctx.fail(rpath, f"Duplicate value: {name!r}")
-        seen.add((name, request))
+        key = name
+        if request:
+            errs = _label_errors(request)
+            if errs:
+                ctx.fail(f"{rpath}.request", invalid_value(request, errs))
+            key = f"{name}/{request}"
+        if key in seen:
+            ctx.fail(rpath, f"Duplicate value: {key!r}")
+        seen.add(key)
         if name not in names:
-            listed = " which is empty" if not names else ""
-            ctx.fail(f"{rpath}.name", f"Unsupported value: {name!r}: must be one of the "
+            listed = ": " + ", ".join(sorted(names)) if names else " which is empty"
+            ctx.fail(f"{rpath}.name", f"Not found: {json.dumps(name)}: must be one of the "
                      f"names in pod.spec.resourceClaims{listed}")
 
 

@@ -370,9 +370,10 @@ _SUBS = {"name": "b", "firstAvailable": [{"name": "big", "deviceClassName": "c"}
         ([_ONE, _SUBS], [{"requests": ["a", "b/medium"], "matchAttribute": "d.example/numa"}],
          "devices.constraints[0].requests[1]", "b/medium"),
         ([_ONE, _SUBS], [{"requests": ["a", "b"], "matchAttribute": "numa"}],
-         "devices.constraints[0].matchAttribute", "must include a domain"),
+         "devices.constraints[0].matchAttribute",
+         "a fully qualified name must be a domain and a name separated by a slash"),
         ([_ONE, _SUBS], [{"distinctAttribute": "/numa"}],
-         "devices.constraints[0].distinctAttribute", "must include a domain"),
+         "devices.constraints[0].distinctAttribute", "the domain must not be empty"),
     ],
 )
 def test_claims_read_as_a_cluster_get_the_api_servers_checks(requests, constraints, field,
