@@ -66,8 +66,7 @@ def _side_by_side(cluster: str, slices: int, rounds: int) -> dict:
     for _ in range(rounds):
         for side, fn in (("parse", dra.parse_resource_slice),
                          ("parse_and_check", dra.load_resource_slice)):
-            dra._DEVICE_SHAPES.clear()
-            dra._SCALAR_ATTRIBUTES.clear()
+            dra.clear_parse_memos()
             t0 = time.process_time()
             for o in objs:
                 fn(o)

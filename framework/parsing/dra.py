@@ -409,6 +409,13 @@ def _request_policy(ctx: ObjectContext, value, path: str) -> RequestPolicy | Non
 _DEVICE_SHAPES: dict = {}
 
 
+def clear_parse_memos() -> None:
+    """Forget the checked scalar attribute values and device shapes (a
+    benchmark's passes each start from empty memos)."""
+    _SCALAR_ATTRIBUTES.clear()
+    _DEVICE_SHAPES.clear()
+
+
 def _device_of_shape(
     ctx: ObjectContext, d, path: str, per_device: bool, strict: bool
 ) -> DeviceRecord:
