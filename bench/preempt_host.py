@@ -26,6 +26,12 @@ warm-up excluded).
 
 python -m tensorsched.bench.preempt_host --workload preemption-spread
         [--nodes 10000] [--pods 4] [--output FILE]
+python -m tensorsched.bench.preempt_host --combine DIR/*.json --base-commit C
+        --output bench/results/preempt-host-per-preemptor-before-after.json
+
+Before/after: this file run as a script by the base tree's interpreter
+(``base-WORKLOAD-ROUND.json``) and by this tree's (``after-...``), each
+run its own process, then ``--combine``.
 """
 
 from __future__ import annotations
@@ -186,6 +192,7 @@ def run(workload: str, nodes: int, pods: int) -> dict:
     clock = _Clock()
     totals: dict = {}
     _patch_kernels(clock)
+    from tensorsched.bench.harness import record_stamp
     from tensorsched.framework.scheduler.scheduler import Scheduler
     marks: dict = {}
 
@@ -249,7 +256,50 @@ def run(workload: str, nodes: int, pods: int) -> dict:
         "placements_sha256": rec.get("placements_sha256"),
         "preemptions": rec.get("preemptions"),
         "victim_device_counters": rec.get("victim_device_counters"),
+        **record_stamp(0),
     }
+
+
+def combine(paths: list, base_commit: str, after_commit: str) -> dict:
+    """The before/after record from ``run`` records named
+    ``{base,after}-WORKLOAD-ROUND.json`` (each its own process, the base
+    tree's beside this one's): per workload and round the host
+    microseconds a preemptor (or cycle), p50 and mean, and both sides'
+    items (every round's medians)."""
+    import re
+    from tensorsched.bench.harness import machine_info
+    out: dict = {}
+    for path in sorted(paths):
+        m = re.match(r"(base|after)-(.+)-(\d+)\.json$", os.path.basename(path))
+        if not m:
+            continue
+        side, workload, rnd = m.group(1), m.group(2), int(m.group(3))
+        with open(path) as f:
+            rec = json.load(f)
+        w = out.setdefault(workload, {"rounds": {}})
+        w["rounds"].setdefault(rnd, {})[side] = {
+            "host_us_p50": rec["host_us_per_attempt"]["p50"],
+            "host_us_mean": rec["host_us_per_attempt"]["mean"],
+            "attempts": rec["attempts"], "kernels": rec["kernels_per_attempt"],
+            "copies_up": rec["copies_up_per_attempt"],
+            "copies_back": rec["copies_back_per_attempt"],
+            "placements_sha256": rec["placements_sha256"],
+            "victim_device_counters": rec.get("victim_device_counters"),
+            "items_host_us": {k: v["host_us"] for k, v in rec["items"].items()}}
+    for w in out.values():
+        rounds = [r for r in w["rounds"].values() if "base" in r and "after" in r]
+        w["same_placements"] = all(r["base"]["placements_sha256"] ==
+                                   r["after"]["placements_sha256"] for r in rounds)
+        for side in ("base", "after"):
+            got = [r[side]["host_us_p50"] for r in rounds]
+            w[f"{side}_host_us_p50_median_of_rounds"] = (
+                round(float(np.median(got)), 1) if got else None)
+    return {"bench": "host CPU microseconds a preemptor (one-at-a-time cycle: "
+                     "basic-nobatch) on the cuda backend at the given nodes, kernels "
+                     "taken out (bench.preempt_host, under the CUDA simulator)",
+            "base_commit": base_commit, "commit": after_commit,
+            "machine": machine_info(), "load": [round(x, 2) for x in os.getloadavg()],
+            "workloads": out}
 
 
 def main(argv=None) -> int:
@@ -260,8 +310,15 @@ def main(argv=None) -> int:
     ap.add_argument("--nodes", type=int, default=10_000)
     ap.add_argument("--pods", type=int, default=4)
     ap.add_argument("--output")
+    ap.add_argument("--combine", nargs="+", metavar="JSON",
+                    help="write the before/after record of these run records instead")
+    ap.add_argument("--base-commit", default="")
     args = ap.parse_args(argv)
-    rec = run(args.workload, args.nodes, args.pods)
+    if args.combine:
+        from tensorsched.bench.harness import git_commit
+        rec = combine(args.combine, args.base_commit, git_commit())
+    else:
+        rec = run(args.workload, args.nodes, args.pods)
     text = json.dumps(rec, indent=1)
     if args.output:
         with open(args.output, "w") as f:

@@ -126,7 +126,12 @@ class ProbeTables:
         changed = []
         for j, col in enumerate(node_cols):
             last = self._node_src[j]
-            if col.rows is not None and last.rows is not None and col.fill == last.fill:
+            if col.values is last.values and col.rows is last.rows and col.fill == last.fill:
+                diff = None             # the same source: the same values
+            elif col.rows is not None and last.rows is not None and col.fill == last.fill \
+                    and not col.rows.shape[0] and not last.rows.shape[0]:
+                diff = None             # sparse, no row named now or last time
+            elif col.rows is not None and last.rows is not None and col.fill == last.fill:
                 # sparse: the rows named now or last time
                 rows = np.union1d(col.rows, last.rows).astype(np.int64)
                 rows = rows[rows < n]
@@ -136,9 +141,6 @@ class ProbeTables:
                 self.rows_read += rows.shape[0]
                 diff = rows[self.nodes[rows, j] != want]
                 self.nodes[diff, j] = want[np.searchsorted(rows, diff)]
-            elif col.rows is None and last.rows is None and col.fill == last.fill \
-                    and col.values is last.values:
-                diff = None             # the same source: the same values
             else:
                 want = _dense(col, n)
                 self.rows_read += n
@@ -147,7 +149,7 @@ class ProbeTables:
             self._node_src[j] = col
             if diff is not None and diff.shape[0]:
                 changed.append(diff)
-        return np.unique(np.concatenate(changed)) if changed else np.zeros(0, np.int64)
+        return _union(changed)
 
     def _update_doms(self, dom_cols) -> np.ndarray:
         d = self.doms.shape[0]
@@ -167,8 +169,8 @@ class ProbeTables:
                 self.rows_read += d
                 diff = np.flatnonzero(self.doms[:, j] != want)
                 self.doms[diff, j] = want[diff]
-            elif v is None:             # zeros, as last time
-                diff = rows
+            elif v is None or not rows.shape[0]:    # nothing moved (zeros as last time)
+                diff = rows[:0]
             else:
                 rows = rows[rows < v.shape[0]]
                 self.rows_read += rows.shape[0]
@@ -177,4 +179,13 @@ class ProbeTables:
             self._dom_src[j] = (col, col.sums.version if col.sums is not None else 0)
             if diff.shape[0]:
                 changed.append(diff)
-        return np.unique(np.concatenate(changed)) if changed else np.zeros(0, np.int64)
+        return _union(changed)
+
+
+def _union(parts: list) -> np.ndarray:
+    """[k] int64 the sorted distinct rows of ``parts`` (sorted arrays)."""
+    if not parts:
+        return np.zeros(0, np.int64)
+    if len(parts) == 1:
+        return parts[0].astype(np.int64, copy=False)
+    return np.unique(np.concatenate(parts))

@@ -106,8 +106,8 @@ class DomainSums:
         if version < self._journal_from or version > self.version:
             return None
         parts = self._journal[version - self._journal_from:]
-        if not parts:
-            return np.zeros(0, np.int64)
+        if all(type(p) is int for p in parts):      # single bumps: no array per entry
+            return np.array(sorted(set(parts)), np.int64)
         return np.unique(np.concatenate([np.atleast_1d(np.asarray(p, np.int64))
                                          for p in parts]))
 
