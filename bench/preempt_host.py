@@ -260,7 +260,24 @@ def run(workload: str, nodes: int, pods: int) -> dict:
     }
 
 
-def combine(paths: list, base_commit: str, after_commit: str) -> dict:
+def _probe_table_work(items: dict) -> float | None:
+    """The host microseconds of the probes' tables (built and compared, or
+    kept and updated, and sent): ``device_counts`` less the probe and the
+    class matches, plus ``_resident`` (before) or ``_following`` (after);
+    None without a search on counts."""
+    def us(key):
+        return sum(v["host_us"] for k, v in items.items() if k.startswith(key))
+    if not us("> preempt > HostVictimSearch.device_counts"):
+        return None
+    return round(us("> preempt > HostVictimSearch.device_counts")
+                 - us("> preempt > device_counts > PodTopologySpread.victim_probe")
+                 - us("> preempt > device_counts > InterPodAffinity.victim_probe")
+                 - us("> preempt > device_counts > _class_matches")
+                 + us("> preempt > counts_search_and_pick > _resident")
+                 + us("> preempt > counts_search_and_pick > _following"), 1)
+
+
+def combine(paths: list, base_commit: str, after_commit: str, note: str = "") -> dict:
     """The before/after record from ``run`` records named
     ``{base,after}-WORKLOAD-ROUND.json`` (each its own process, the base
     tree's beside this one's): per workload and round the host
@@ -285,6 +302,9 @@ def combine(paths: list, base_commit: str, after_commit: str) -> dict:
             "copies_back": rec["copies_back_per_attempt"],
             "placements_sha256": rec["placements_sha256"],
             "victim_device_counters": rec.get("victim_device_counters"),
+            "commit": rec.get("commit", "unrecorded"),
+            "load": rec.get("load"),
+            "probe_tables_host_us": _probe_table_work(rec["items"]),
             "items_host_us": {k: v["host_us"] for k, v in rec["items"].items()}}
     for w in out.values():
         rounds = [r for r in w["rounds"].values() if "base" in r and "after" in r]
@@ -294,12 +314,114 @@ def combine(paths: list, base_commit: str, after_commit: str) -> dict:
             got = [r[side]["host_us_p50"] for r in rounds]
             w[f"{side}_host_us_p50_median_of_rounds"] = (
                 round(float(np.median(got)), 1) if got else None)
+            probe = [r[side]["probe_tables_host_us"] for r in rounds
+                     if r[side]["probe_tables_host_us"] is not None]
+            if probe:
+                w[f"{side}_probe_tables_host_us_by_round"] = probe
     return {"bench": "host CPU microseconds a preemptor (one-at-a-time cycle: "
                      "basic-nobatch) on the cuda backend at the given nodes, kernels "
                      "taken out (bench.preempt_host, under the CUDA simulator)",
-            "base_commit": base_commit, "commit": after_commit,
+            "base_commit": base_commit, "commit": after_commit, "note": note,
             "machine": machine_info(), "load": [round(x, 2) for x in os.getloadavg()],
             "workloads": out}
+
+
+def _tables_as_before(search, n_rows: int) -> tuple:
+    """(nodes, doms) built whole as every preemptor built them before the
+    kept tables (the A/B's "before"; the probes already built)."""
+    sp = search.probe.parts if search.probe is not None else []
+    ia = search.ia_probe.parts if search.ia_probe is not None else []
+    s, p = len(sp), len(ia)
+    nodes = np.full((n_rows, 3 * s + p), -1, np.int64)
+    nodes[:, 2 * s:3 * s] = 0
+    sums = [None] * (2 * s + p)
+
+    def fill(out, values):
+        k = min(out.shape[0], values.shape[0])
+        out[:k] = values[:k]
+    for c, part in enumerate(sp):
+        if part is None:
+            continue
+        _, dom, ds, _, present, _, _, _, _, extra = part
+        fill(nodes[:, c], dom)
+        fill(nodes[:, s + c], ds.dom)
+        if extra is not None:
+            fill(nodes[:, 2 * s + c], extra)
+        sums[c], sums[s + c] = ds.sums, present
+    for j, part in enumerate(ia):
+        if part[1] is not None:
+            fill(nodes[:, 3 * s + j], part[1])
+            sums[2 * s + j] = part[2].sums
+    width = max([a.shape[0] for a in sums if a is not None], default=0)
+    doms = np.zeros((max(width, 1), 2 * s + p), np.int64)
+    for k, a in enumerate(sums):
+        if a is not None:
+            doms[:a.shape[0], k] = a
+    return nodes, doms
+
+
+def tables_ab(workload: str, nodes: int, pods: int) -> dict:
+    """The probes' tables a preemptor, before and after, in one process:
+    inside each preemptor's search on counts (probes built first, untimed)
+    the tables built whole and compared with the last ones sent
+    (``DeviceVictims._resident``, as before) and the kept tables updated
+    and sent by their changed rows (``ProbeTables.update`` and
+    ``DeviceVictims._following``), alternating which goes first; thread
+    CPU microseconds of each (host work only: the scatter kernels these
+    launch are taken out)."""
+    clock = _Clock()
+    _patch_kernels(clock)
+    from tensorsched.bench.preemption import run_preemption
+    from tensorsched.framework.preemption import host_search
+    orig = host_search.HostVictimSearch.device_counts
+    got: dict = {"before": [], "after": [], "after_rows_read": []}
+    state = {"mirror": None, "k": 0}
+
+    def timed(fn):
+        k0, t0 = clock.kernel, time.thread_time()
+        fn()
+        return (time.thread_time() - t0 - (clock.kernel - k0)) * 1e6
+
+    def ab(self, n_rows, tables=None):
+        from tensorsched.kernels.victims.device import DeviceVictims
+        if tables is None:
+            return orig(self, n_rows, tables)
+        orig(self, n_rows, type(tables)())      # the probes, untimed
+        dev = state["mirror"] = state["mirror"] or DeviceVictims()
+        out: list = []
+
+        def before():
+            ia = self.ia_probe.parts if self.ia_probe is not None else []
+            s = len(self.probe.parts) if self.probe is not None else 0
+            self._class_matches(s, ia)          # in both, as device_counts makes them
+            t_nodes, t_doms = _tables_as_before(self, n_rows)
+            dev._resident("nodes", t_nodes)
+            dev._resident("doms", t_doms)
+
+        def after():
+            c = orig(self, n_rows, tables)
+            dev._following("probe_nodes", c.nodes, tables, tables.nodes_changed)
+            dev._following("probe_doms", c.doms, tables, tables.doms_changed)
+            out.append(c)
+        read = tables.rows_read
+        first = state["k"] % 2 == 0
+        state["k"] += 1
+        for side in (("before", "after") if first else ("after", "before")):
+            got[side].append(timed(before if side == "before" else after))
+        got["after_rows_read"].append(tables.rows_read - read)
+        return out[0]
+    host_search.HostVictimSearch.device_counts = ab
+    try:
+        rec = run_preemption(nodes, pods, "cuda", variant=workload.partition("-")[2])
+    finally:
+        host_search.HostVictimSearch.device_counts = orig
+    # the warm-up's searches (the first builds and sends everything) are left out
+    skip = len(got["before"]) - rec["preemptions"]
+    med = {k: round(float(np.median(v[skip:])), 1) for k, v in got.items() if v[skip:]}
+    return {"workload": workload, "nodes": nodes, "preemptors": rec["preemptions"],
+            "probe_tables_us_median": med,
+            "each": {k: [round(x, 1) for x in v[skip:]] for k, v in got.items()},
+            "placements_sha256": rec["placements_sha256"]}
 
 
 def main(argv=None) -> int:
@@ -313,10 +435,15 @@ def main(argv=None) -> int:
     ap.add_argument("--combine", nargs="+", metavar="JSON",
                     help="write the before/after record of these run records instead")
     ap.add_argument("--base-commit", default="")
+    ap.add_argument("--note", default="", help="a note kept in the combined record")
+    ap.add_argument("--tables-ab", action="store_true",
+                    help="the probes' tables before and after in one process (tables_ab)")
     args = ap.parse_args(argv)
-    if args.combine:
+    if args.tables_ab:
+        rec = tables_ab(args.workload, args.nodes, args.pods)
+    elif args.combine:
         from tensorsched.bench.harness import git_commit
-        rec = combine(args.combine, args.base_commit, git_commit())
+        rec = combine(args.combine, args.base_commit, git_commit(), args.note)
     else:
         rec = run(args.workload, args.nodes, args.pods)
     text = json.dumps(rec, indent=1)
