@@ -386,7 +386,7 @@ def tables_ab(workload: str, nodes: int, pods: int) -> dict:
         from tensorsched.kernels.victims.device import DeviceVictims
         if tables is None:
             return orig(self, n_rows, tables)
-        orig(self, n_rows, type(tables)())      # the probes, untimed
+        pre = orig(self, n_rows, type(tables)())    # the probes, untimed
         dev = state["mirror"] = state["mirror"] or DeviceVictims()
         out: list = []
 
@@ -395,13 +395,11 @@ def tables_ab(workload: str, nodes: int, pods: int) -> dict:
             s = len(self.probe.parts) if self.probe is not None else 0
             self._class_matches(s, ia)          # in both, as device_counts makes them
             t_nodes, t_doms = _tables_as_before(self, n_rows)
-            dev._resident("nodes", t_nodes)
-            dev._resident("doms", t_doms)
+            dev.probe_tables(pre._replace(nodes=t_nodes, doms=t_doms, tables=None))
 
         def after():
             c = orig(self, n_rows, tables)
-            dev._following("probe_nodes", c.nodes, tables, tables.nodes_changed)
-            dev._following("probe_doms", c.doms, tables, tables.doms_changed)
+            dev.probe_tables(c)
             out.append(c)
         read = tables.rows_read
         first = state["k"] % 2 == 0
@@ -421,7 +419,8 @@ def tables_ab(workload: str, nodes: int, pods: int) -> dict:
     return {"workload": workload, "nodes": nodes, "preemptors": rec["preemptions"],
             "probe_tables_us_median": med,
             "each": {k: [round(x, 1) for x in v[skip:]] for k, v in got.items()},
-            "placements_sha256": rec["placements_sha256"]}
+            "placements_sha256": rec["placements_sha256"],
+            **{k: v for k, v in rec.items() if k in ("commit", "machine", "load", "timestamp")}}
 
 
 def main(argv=None) -> int:

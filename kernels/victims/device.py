@@ -363,13 +363,7 @@ class DeviceVictims:
         flags = int(q.filter_flags)
         check_ports = bool(flags & L.F_PORTS) and bool(np.any(q.port_conflicts))
         n_spread, n_ia = counts.sp_scalars.shape[0], counts.ia_code.shape[0]
-        t = counts.tables
-        if t is None:
-            nodes = self._resident("nodes", counts.nodes)
-            doms = self._resident("doms", counts.doms)
-        else:
-            nodes = self._following("probe_nodes", counts.nodes, t, t.nodes_changed)
-            doms = self._following("probe_doms", counts.doms, t, t.doms_changed)
+        nodes, doms = self.probe_tables(counts)
         visit, offset = self._visit_order(np.ascontiguousarray(rows, np.int64))
         per = _counts_cuda.pack_per(
             {"n_spread": n_spread, "ia_self": counts.ia_self, "ia_first": counts.ia_first,
@@ -435,6 +429,17 @@ class DeviceVictims:
             self.launches += 1
         last[...] = host
         return dev
+
+    def probe_tables(self, counts: VS.DeviceCounts) -> tuple:
+        """(nodes, doms): the probes' tables of ``counts`` on the device,
+        level with the host's: by the rows its ``tables`` names
+        (``_following``), or without them by the rows that differ from the
+        last ones sent (``_resident``)."""
+        t = counts.tables
+        if t is None:
+            return self._resident("nodes", counts.nodes), self._resident("doms", counts.doms)
+        return (self._following("probe_nodes", counts.nodes, t, t.nodes_changed),
+                self._following("probe_doms", counts.doms, t, t.doms_changed))
 
     def _following(self, name: str, host: np.ndarray, owner, changed):
         """``host`` [n, w] int64 (w >= 1) kept on the device under ``name``,
