@@ -22,7 +22,9 @@ table (``PodTable.device``) with one copy back per preemptor.  The same
 holds on cuda when PodTopologySpread and/or InterPodAffinity are the only
 host filters: the search on counts runs on the device, one thread per
 node (``_device_counts_visit``, ``kernels.victims._counts_cuda``), over the
-resident pod, index and probe tables (each sent by the rows that change).
+resident pod, index and probe tables (each sent by the rows that change;
+the probe tables kept on the host too, ``PodTable.probe_tables``, and
+updated by the rows the last preemptor's evictions and binding moved).
 
 The caller (the scheduler loop) deletes the victims and retries the pod.
 
@@ -62,6 +64,7 @@ from tensorsched.kernels.victims.device import DeviceVictims, decode_code
 
 from .filter_hooks import exempt_bits
 from .host_search import HostVictimSearch, active_host_filters
+from .probe_tables import ProbeTables
 from .visit import visit_candidates
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -112,6 +115,9 @@ class PodTable:
         self.syncs = 0
         self.row_stamp = np.zeros(0, np.int64)
         self._device = None
+        # the probes' tables of the device search on counts, kept between
+        # preemptors (updated and sent by the rows that change)
+        self.probe_tables = ProbeTables()
         self.keys: list[list[str]] = []
         self._allowed_cache = (-1, None)
         # Pods alike for the pod-to-pod filters (namespace, labels, required
@@ -672,7 +678,7 @@ def _device_counts_visit(fw, state, q, prio, pods, scan, cap, table, search):
     lowering = nominated_lowering(state, table)
     got = dev.counts_search_and_pick(
         stage, cols, V.pad_query(cols, q), scan, prio, cap,
-        search.device_counts(table.order.shape[0]), bool(table.pdbs),
+        search.device_counts(table.order.shape[0], table.probe_tables), bool(table.pdbs),
         None if lowering is None else dev.allocatable_lowered(stage, *lowering))
     if got.chosen < 0:
         seen = dev.last_stats(got.visited)

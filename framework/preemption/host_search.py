@@ -60,6 +60,7 @@ from tensorsched.kernels.victims import on_counts as VS
 from tensorsched.kernels.victims import search as V
 
 from .filter_hooks import VictimSearchHooks
+from .probe_tables import Column, DomainColumn, ProbeTables
 
 
 def _probe_kind(plugin) -> str | None:
@@ -143,13 +144,6 @@ class Suspension:
         self.rows.clear()
         for r, mark in zip(self.restorers, self.marks):
             r.rollback(mark)
-
-
-def _fill(out: np.ndarray, values: np.ndarray) -> None:
-    """``out`` [n] from ``values`` [k] on the rows both have (the rest keep
-    their fill: rows beyond a probe's arrays are outside its domains)."""
-    k = min(out.shape[0], values.shape[0])
-    out[:k] = values[:k]
 
 
 def _alive(rec):
@@ -424,13 +418,16 @@ class HostVictimSearch:
         return VS.Counts(match, *spread_arrays, ia_code, ia_valid, ia_base, ia_pos,
                          bool(ia_self), bool(self.ipa_first))
 
-    def device_counts(self, n_rows: int):
+    def device_counts(self, n_rows: int, tables: ProbeTables | None = None):
         """The inputs of the device search on counts
         (``DeviceVictims.counts_search_and_pick``), the probes as tables the
         device keeps and updates by the rows that change, not as per-row
         arrays (``SpreadProbe.arrays`` / ``AffinityProbe.arrays`` are
         computed from them by each node's thread).  A ``DeviceCounts``
-        over ``n_rows`` node rows."""
+        over ``n_rows`` node rows whose ``nodes`` / ``doms`` are
+        ``tables``' (a ``probe_tables.ProbeTables`` kept between
+        preemptors, updated here by the rows that changed; a fresh one
+        when None)."""
         st = self.state
         if self.probe is None and self.spread is not None:
             self.probe = self.spread.victim_probe(st, self.ctx.pod, self.nominated)
@@ -439,34 +436,44 @@ class HostVictimSearch:
         sp = self.probe.parts if self.probe is not None else []
         ia = self.ia_probe.parts if self.ia_probe is not None else []
         s, p = len(sp), len(ia)
-        nodes = np.full((n_rows, 3 * s + p), -1, np.int64)
-        nodes[:, 2 * s:3 * s] = 0
-        sums = [None] * (2 * s + p)
+        # nodes: each constraint's domain id, its counted domain id, its
+        # nominated pods (sparse: on the nominated rows), each condition's
+        # domain id; doms: each constraint's sums and presence, each
+        # condition's sums
+        dom_ids = [Column(-1)] * s
+        counted = [Column(-1)] * s
+        extras = [Column(0)] * s
+        conds = [Column(-1)] * p
+        sums = [DomainColumn()] * s
+        present = [DomainColumn()] * s
         scal = np.zeros((s, 5), np.int64)
+        nominated_rows = None
         for c, part in enumerate(sp):
             if part is None:
                 continue
-            bound, dom, ds, _, present, enforce, m1, n_m1, m2, extra = part
-            _fill(nodes[:, c], dom)
-            _fill(nodes[:, s + c], ds.dom)
+            bound, dom, ds, _, there, enforce, m1, n_m1, m2, extra = part
+            dom_ids[c] = Column(-1, dom)
+            counted[c] = Column(-1, ds.dom)
             if extra is not None:
-                _fill(nodes[:, 2 * s + c], extra)
-            sums[c], sums[s + c] = ds.sums, present
+                if nominated_rows is None:
+                    nominated_rows = np.array(sorted(
+                        r for r in (self.nominated.by_row if self.nominated else ())
+                        if 0 <= r < extra.shape[0]), np.int64)
+                extras[c] = Column(0, extra[nominated_rows], nominated_rows)
+            sums[c], present[c] = DomainColumn(ds), DomainColumn(values=there)
             scal[c] = (bound, enforce, m1, n_m1, m2)
+        ia_sums = [DomainColumn()] * p
         for j, part in enumerate(ia):
             if part[1] is not None:
-                _fill(nodes[:, 3 * s + j], part[1])
-                sums[2 * s + j] = part[2].sums
-        width = max([a.shape[0] for a in sums if a is not None], default=0)
-        doms = np.zeros((max(width, 1), 2 * s + p), np.int64)
-        for k, a in enumerate(sums):
-            if a is not None:
-                doms[:a.shape[0], k] = a
+                conds[j] = Column(-1, part[1])
+                ia_sums[j] = DomainColumn(part[2])
+        tables = tables if tables is not None else ProbeTables()
+        tables.update(n_rows, dom_ids + counted + extras + conds, sums + present + ia_sums)
         ia_code = self.ia_probe.codes if self.ia_probe is not None else np.zeros(0, np.int64)
         ia_pos = self.ia_probe.pos if self.ia_probe is not None else np.zeros(0, np.int64)
         ia_self = self.ia_probe.self_all if self.ia_probe is not None else False
-        return VS.DeviceCounts(nodes, doms, scal, ia_code, ia_pos, bool(ia_self),
-                               bool(self.ipa_first), self._class_matches(s, ia))
+        return VS.DeviceCounts(tables.nodes, tables.doms, scal, ia_code, ia_pos, bool(ia_self),
+                               bool(self.ipa_first), self._class_matches(s, ia), tables)
 
     def _class_matches(self, s: int, ia) -> np.ndarray:
         """[S + P, K] int64 what a pod of victim-table class k counts for

@@ -61,10 +61,14 @@ class DomainSums:
     ``present`` [D] bool: some counted node is in the domain; ``positive``:
     how many domains have a positive sum; ``version`` counts the updates and
     ``serial`` names the object (a derived per-node answer can be reused
-    while both are unchanged)."""
+    while both are unchanged).  The domains each update moved are kept for
+    the last ``JOURNAL`` updates (``changed_since``), so a copy of ``sums``
+    elsewhere (the device search's domain table) follows by those rows."""
 
-    __slots__ = ("dom", "positive", "present", "serial", "sums", "version")
+    __slots__ = ("_journal", "_journal_from", "dom", "positive", "present", "serial", "sums",
+                 "version")
     _serials = itertools.count()
+    JOURNAL = 512       # updates remembered (older readers compare the whole column)
 
     def __init__(self, dom, counts, n_domains: int):
         self.serial = next(DomainSums._serials)    # unique per object, never reused
@@ -82,6 +86,30 @@ class DomainSums:
             self.sums = np.zeros(n, np.int64)
         self.positive = int(np.count_nonzero(self.sums > 0))
         self.version = 0
+        self._journal: list = []        # the domain(s) of updates _journal_from + 1, ...
+        self._journal_from = 0
+
+    def _log(self, domains) -> None:
+        """Remember the domains (an int or [k] int64) of the update that
+        made ``version``; the older half goes once ``JOURNAL`` are held."""
+        j = self._journal
+        j.append(domains)
+        if len(j) > self.JOURNAL:
+            cut = len(j) // 2
+            del j[:cut]
+            self._journal_from += cut
+
+    def changed_since(self, version: int) -> np.ndarray | None:
+        """[k] int64 the domains whose sum an update after ``version``
+        moved (sorted, distinct; a domain may hold its old sum again), or
+        None when those updates are no longer remembered."""
+        if version < self._journal_from or version > self.version:
+            return None
+        parts = self._journal[version - self._journal_from:]
+        if all(type(p) is int for p in parts):      # single bumps: no array per entry
+            return np.array(sorted(set(parts)), np.int64)
+        return np.unique(np.concatenate([np.atleast_1d(np.asarray(p, np.int64))
+                                         for p in parts]))
 
     def bump(self, row: int, delta: int) -> None:
         if row >= self.dom.shape[0]:
@@ -97,6 +125,7 @@ class DomainSums:
         elif new <= 0 < old:
             self.positive -= 1
         self.version += 1
+        self._log(int(d))
 
     def bump_many(self, rows: np.ndarray, delta: int) -> None:
         """``bump`` of each row of ``rows`` ([k] int64), one version step."""
@@ -108,6 +137,7 @@ class DomainSums:
         np.add.at(self.sums, d, delta)
         self.positive = int(np.count_nonzero(self.sums > 0))
         self.version += 1
+        self._log(d)
 
 
 def _split_by(keys: np.ndarray, rows: np.ndarray):

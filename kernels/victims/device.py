@@ -31,8 +31,9 @@ InterPodAffinity the only host filters: the search on counts
 (``_counts_cuda.counts_kernel``, one thread per node, the numba visit's
 per-node code ``_counts_core.position_kind``) over the pod tables, a
 resident index table (``sync_index``) and the probes' node and domain
-tables (``_resident``: sent by the rows that change), then the same pick
-and one copy back.  ``allocatable_lowered`` builds, from the stage's own
+tables (``_following``: kept on the host by ``preemption.probe_tables``,
+which names the rows each preemptor changed, and sent by those rows, with
+no pass over the tables), then the same pick and one copy back.  ``allocatable_lowered`` builds, from the stage's own
 column and the k rows the nominated pods sit on, the allocatable a search
 reads beside a nominated overlay.  ``counters`` reports the traffic.
 """
@@ -108,7 +109,8 @@ class DeviceVictims:
     the device (see the module docstring).  Counters for tests and benches:
     ``full_uploads``, ``rows_uploaded``; and the traffic of every call:
     ``launches`` (kernels), ``copies`` (host -> device), ``bytes_uploaded``,
-    ``copies_back`` (device -> host), ``bytes_downloaded``."""
+    ``copies_back`` (device -> host), ``bytes_downloaded``, and
+    ``probe_rows_uploaded`` (rows of the probes' tables sent)."""
 
     def __init__(self):
         from numba import cuda
@@ -140,6 +142,7 @@ class DeviceVictims:
         self.copies_back = 0
         self.bytes_downloaded = 0
         self.counts_searches = 0            # ``counts_search_and_pick`` calls
+        self.probe_rows_uploaded = 0        # probe table rows sent (``_following``)
 
     def _up(self, host: np.ndarray, dev=None):
         """``host`` to the device (into ``dev`` when given), counted."""
@@ -161,7 +164,7 @@ class DeviceVictims:
         """The traffic counters by name (benches)."""
         return {k: int(getattr(self, k)) for k in
                 ("launches", "copies", "bytes_uploaded", "copies_back", "bytes_downloaded",
-                 "full_uploads", "rows_uploaded", "counts_searches")}
+                 "full_uploads", "rows_uploaded", "counts_searches", "probe_rows_uploaded")}
 
     # ------------------------------------------------------------ pod tables
     def sync_pods(self, pods: V.VictimPods, layout, row_stamp: np.ndarray, stamp: int) -> None:
@@ -342,7 +345,8 @@ class DeviceVictims:
         over the visiting order ``rows`` [M], the visit (numCandidates
         ``cap``) and the pick on the device: the probes' node and domain
         tables (``counts``, an ``on_counts.DeviceCounts``) kept resident and
-        sent by the rows that changed since the last search, the visiting
+        sent by the rows that changed since the last search (those its
+        ``tables`` names; without them, found by comparing: ``_resident``), the visiting
         order only when it is not a rotation of the last one
         (``_visit_order``), one copy up of the rest (``per``: the offset,
         the query's fit columns, the conditions' scalars and class
@@ -359,8 +363,7 @@ class DeviceVictims:
         flags = int(q.filter_flags)
         check_ports = bool(flags & L.F_PORTS) and bool(np.any(q.port_conflicts))
         n_spread, n_ia = counts.sp_scalars.shape[0], counts.ia_code.shape[0]
-        nodes = self._resident("nodes", counts.nodes)
-        doms = self._resident("doms", counts.doms)
+        nodes, doms = self.probe_tables(counts)
         visit, offset = self._visit_order(np.ascontiguousarray(rows, np.int64))
         per = _counts_cuda.pack_per(
             {"n_spread": n_spread, "ia_self": counts.ia_self, "ia_first": counts.ia_first,
@@ -425,6 +428,45 @@ class DeviceVictims:
             self._pk.launch_scatter_flat(self._up(np.ascontiguousarray(packed)), dev)
             self.launches += 1
         last[...] = host
+        return dev
+
+    def probe_tables(self, counts: VS.DeviceCounts) -> tuple:
+        """(nodes, doms): the probes' tables of ``counts`` on the device,
+        level with the host's: by the rows its ``tables`` names
+        (``_following``), or without them by the rows that differ from the
+        last ones sent (``_resident``)."""
+        t = counts.tables
+        if t is None:
+            return self._resident("nodes", counts.nodes), self._resident("doms", counts.doms)
+        return (self._following("probe_nodes", counts.nodes, t, t.nodes_changed),
+                self._following("probe_doms", counts.doms, t, t.doms_changed))
+
+    def _following(self, name: str, host: np.ndarray, owner, changed):
+        """``host`` [n, w] int64 (w >= 1) kept on the device under ``name``,
+        following ``owner`` (a ``ProbeTables``) by its generations: one
+        generation behind, the rows ``changed`` go up (a packed copy and a
+        scatter; all of them in one copy when over a quarter changed);
+        else, or with ``changed`` None, the whole table.  No host pass over
+        the table: O(changed rows)."""
+        gen = owner.generation
+        got = self._kept.get(name)
+        if got is not None and got[0] is owner and got[2].shape == host.shape:
+            if got[1] == gen:
+                return got[2]
+            dev = got[2]
+            if got[1] == gen - 1 and changed is not None and changed.shape[0] * 4 <= host.shape[0]:
+                if changed.shape[0]:
+                    packed = np.concatenate([changed[:, None], host[changed]], axis=1)
+                    self._pk.launch_scatter_flat(self._up(np.ascontiguousarray(packed)), dev)
+                    self.launches += 1
+                    self.probe_rows_uploaded += changed.shape[0]
+            else:
+                self._up(np.ascontiguousarray(host, np.int64), dev)
+                self.probe_rows_uploaded += host.shape[0]
+        else:
+            dev = self._up(np.ascontiguousarray(host, np.int64))
+            self.probe_rows_uploaded += host.shape[0]
+        self._kept[name] = (owner, gen, dev)
         return dev
 
     def _counts_work(self, m: int, k: int, c: int, n_spread: int, n_ia: int,

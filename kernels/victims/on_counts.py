@@ -114,7 +114,10 @@ class DeviceCounts(NamedTuple):
     (``SpreadProbe``); ia_code, ia_pos [P], ia_self, ia_first as
     ``Counts``'; class_match [S + P, K] what a pod of class k counts for
     each (a terminating pod counts for no spread constraint whatever its
-    class)."""
+    class).  ``tables``: the kept tables ``nodes`` and ``doms`` belong to
+    (its ``generation``, ``nodes_changed``, ``doms_changed``: the rows
+    changed since the generation before, None all), so a device copy
+    follows by those rows; None: compared whole."""
 
     nodes: np.ndarray
     doms: np.ndarray
@@ -124,6 +127,7 @@ class DeviceCounts(NamedTuple):
     ia_self: bool
     ia_first: bool
     class_match: np.ndarray
+    tables: object = None
 
 
 def no_counts() -> Counts:

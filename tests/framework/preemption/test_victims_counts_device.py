@@ -185,3 +185,58 @@ def test_a_rotated_visiting_order_sends_only_its_offset():
     other, off = dev._visit_order(np.array([4, 9, 7, 2, 0], np.int64))
     assert off == 0 and dev.copies == 2
     assert other.copy_to_host()[:, 0].tolist() == [4, 9, 7, 2, 0]
+
+
+@pytest.mark.parametrize("variant", ["spread", "antiaffinity"])
+def test_one_bound_pod_moved_reads_and_sends_its_rows_only(variant):
+    """Between two preemptors' searches on counts one bound pod leaves a
+    node: the kept probe tables (``PodTable.probe_tables``) re-read only
+    the domains that pod's removal moved (one per DomainSums column: its
+    node's hostname and zone domains), no node row, and the device gets
+    exactly the rows that changed, none of N; the tables then equal
+    tables built afresh, and so does the device's copy."""
+    import numpy as np
+
+    from tensorsched.bench.preemption import build
+    from tensorsched.framework.preemption.probe_tables import ProbeTables
+
+    cluster, pending = build(12, 1, 100, variant)
+    pod = pending[0]
+    fw = cluster.framework_for(pod, "cuda")
+    table = cluster.pod_table()
+
+    def search():
+        result = fw.run_cycle(cluster.state, pod, seed=0, want_scores=False)
+        out = fw.run_post_filter(CycleContext(cluster.state, pod, fw), result, table, seed=0)
+        return out.nominated_node
+
+    fresh = []
+    update = ProbeTables.update
+
+    def checked(self, n, node_cols, dom_cols):     # every update against a fresh build
+        update(self, n, node_cols, dom_cols)
+        if self is table.probe_tables:
+            other = ProbeTables()
+            update(other, n, node_cols, dom_cols)
+            fresh.append((other.nodes.copy(), other.doms.copy()))
+    ProbeTables.update = checked
+    try:
+        assert search() is not None
+        tables, mirror = table.probe_tables, table.mirror
+        nodes0, doms0 = tables.nodes.copy(), tables.doms.copy()
+        read0, sent0 = tables.rows_read, mirror.probe_rows_uploaded
+        cluster.state.remove_pod("default/low-5-15")  # matched by every probe
+        assert search() is not None
+    finally:
+        ProbeTables.update = update
+    changed = sorted(set(np.flatnonzero((tables.doms != doms0).any(axis=1)).tolist()))
+    assert tables.nodes.tolist() == nodes0.tolist() and tables.nodes_changed.tolist() == []
+    assert tables.doms_changed.tolist() == changed and 1 <= len(changed) <= 2
+    dom_sums = 2 if variant == "spread" else 1      # hostname and zone; hostname
+    assert tables.rows_read - read0 == dom_sums
+    assert mirror.probe_rows_uploaded - sent0 == len(changed)
+    for (want_nodes, want_doms), _ in zip(fresh[-1:], range(1)):
+        assert tables.nodes.tolist() == want_nodes.tolist()
+        assert tables.doms.tolist() == want_doms.tolist()
+        assert mirror._kept["probe_doms"][2].copy_to_host().tolist() == want_doms.tolist()
+        assert mirror._kept["probe_nodes"][2].copy_to_host().tolist() == want_nodes.tolist()

@@ -1,0 +1,48 @@
+"""``bench.preempt_host`` (in a process of its own: it wraps the
+simulator's kernels and the scheduler's functions): a preemption-spread
+record itemizes a preemptor's host work with the kernels taken out, the
+kept probe tables among the items, and the A/B reads two domain rows a
+preemptor after the first."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from support.backends import needs_cuda
+
+pytestmark = [pytest.mark.cudasim, needs_cuda]
+
+
+def _run(tmp_path, *args) -> dict:
+    out = tmp_path / "rec.json"
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    subprocess.run([sys.executable, "-m", "tensorsched.bench.preempt_host", *args,
+                    "--output", str(out)], check=True, env=env, capture_output=True,
+                   timeout=600)
+    return json.loads(out.read_text())
+
+
+def test_a_record_itemizes_a_preemptors_host_work(tmp_path):
+    rec = _run(tmp_path, "--workload", "preemption-spread", "--nodes", "12", "--pods", "2")
+    assert rec["attempts"] == 2 and rec["preemptions"] == 2
+    assert rec["host_us_per_attempt"]["p50"] > 0 and rec["kernels_per_attempt"] > 0
+    items = rec["items"]
+    for name in ("> preempt", "> preempt > device_counts > ProbeTables.update",
+                 "> preempt > counts_search_and_pick > _following (probe tables)"):
+        assert items[name]["calls"] >= 1 and items[name]["host_us"] > 0, name
+    # the tables' device copy is not compared whole any more
+    assert "> preempt > counts_search_and_pick > _resident (probe tables before; visit order)" \
+        not in items
+
+
+def test_the_tables_ab_reads_the_changed_domains_only(tmp_path):
+    rec = _run(tmp_path, "--tables-ab", "--workload", "preemption-spread", "--nodes", "12",
+               "--pods", "3")
+    assert rec["preemptors"] == 3
+    # after the first preemptor: its node's hostname and zone domains
+    assert rec["each"]["after_rows_read"][1:] == [2, 2]
+    assert all(x > 0 for x in rec["each"]["before"] + rec["each"]["after"])
