@@ -106,19 +106,76 @@ _FRAME = re.compile(r"(?P<stack>\d+) bytes stack frame, (?P<stores>\d+) bytes sp
                     r"(?P<loads>\d+) bytes spill loads")
 
 
+_EXTERN = re.compile(r"\.extern\s+\.func\s+(?:\([^)]*\)\s*)?(?P<name>\w+)\s*\(")
+_PROPS = re.compile(r"Function properties for (?P<name>\w+)\s*\n\s*(?P<stack>\d+) bytes stack frame")
+_FUNC_USED = re.compile(r"Function properties for (?P<name>\w+)[\s\S]*?Used (?P<regs>\d+) registers")
+
+
+def _numba_helpers(names: set[str]) -> tuple[str, str] | None:
+    """(file name, CUDA C source) of the helper library numba-cuda links into
+    a kernel calling ``names`` at launch (its array reshapes), or None."""
+    from numba.cuda import dispatcher
+    if not names or not names <= set(dispatcher.reshape_funcs):
+        return None
+    path = os.path.join(os.path.dirname(dispatcher.__file__), "reshape_funcs.cu")
+    with open(path, encoding="utf-8") as fh:
+        return "reshape_funcs.cu", fh.read()
+
+
+def _nvrtc_ptx(name: str, source: str, cc: tuple[int, int]) -> str:
+    """CUDA C to relocatable PTX by NVRTC (no driver needed, unlike
+    numba-cuda's own wrapper)."""
+    from cuda.bindings import nvrtc as N
+    err, prog = N.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    err, = N.nvrtcCompileProgram(prog, 2, [f"--gpu-architecture=compute_{cc[0]}{cc[1]}".encode(),
+                                           b"-rdc=true"])
+    if err != N.nvrtcResult.NVRTC_SUCCESS:
+        raise RuntimeError(f"NVRTC refused {name}: {err}")
+    err, size = N.nvrtcGetPTXSize(prog)
+    buf = b" " * size
+    N.nvrtcGetPTX(prog, buf)
+    return buf.rstrip(b"\0").decode()
+
+
+def _ptxas(ptxas: str, ptx: str, cc: tuple[int, int], tmp: str, stem: str,
+           relocatable: bool) -> tuple[str, str]:
+    """(``ptxas -v``'s report, the object's path)."""
+    src, obj = os.path.join(tmp, f"{stem}.ptx"), os.path.join(tmp, f"{stem}.cubin")
+    with open(src, "w") as fh:
+        fh.write(ptx)
+    proc = subprocess.run([ptxas, f"-arch=sm_{cc[0]}{cc[1]}", "-v", *(["-c"] if relocatable else []),
+                           "-o", obj, src], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ptxas refused {stem}: {proc.stderr.strip()[-2000:]}")
+    return proc.stdout + proc.stderr, obj
+
+
 def ptxas_resources(ptxas: str, ptx: str, cc: tuple[int, int]) -> dict:
     """The entry function's resources by ``ptxas -v``: registers per thread,
-    static shared bytes, stack frame and spill bytes per thread."""
+    static shared bytes, stack frame and spill bytes per thread.  A kernel
+    that calls numba-cuda's helpers (``.extern`` functions: an array
+    reshape) is assembled relocatable and linked (``nvlink``) with those
+    helpers compiled by NVRTC, as a launch links them; its registers are
+    then the most of the entry's and the helpers'."""
+    externs = {m.group("name") for m in _EXTERN.finditer(ptx)}
+    linked = []
     with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "kernel.ptx")
-        with open(src, "w") as fh:
-            fh.write(ptx)
-        proc = subprocess.run([ptxas, f"-arch=sm_{cc[0]}{cc[1]}", "-v", "-o",
-                               os.path.join(tmp, "kernel.cubin"), src],
-                              capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"ptxas refused it: {proc.stderr.strip()[-2000:]}")
-    text = proc.stdout + proc.stderr
+        text, obj = _ptxas(ptxas, ptx, cc, tmp, "kernel", relocatable=bool(externs))
+        helper_regs = 0
+        if externs:
+            helper = _numba_helpers(externs)
+            if helper is None:
+                raise RuntimeError(f"calls {sorted(externs)}, which nothing links")
+            htext, hobj = _ptxas(ptxas, _nvrtc_ptx(*helper, cc), cc, tmp, "helpers", True)
+            helper_regs = max((int(m.group("regs")) for m in _FUNC_USED.finditer(htext)
+                               if m.group("name") in externs), default=0)
+            nvlink = os.path.join(os.path.dirname(ptxas), "nvlink")
+            proc = subprocess.run([nvlink, f"-arch=sm_{cc[0]}{cc[1]}", obj, hobj,
+                                   "-o", os.path.join(tmp, "linked.cubin")],
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise RuntimeError(f"nvlink refused it: {proc.stderr.strip()[-2000:]}")
+            linked.append(helper[0])
     entry = _ENTRY.search(text)
     if entry is None:
         raise RuntimeError(f"no entry function in ptxas's report:\n{text[-2000:]}")
@@ -128,10 +185,12 @@ def ptxas_resources(ptxas: str, ptx: str, cc: tuple[int, int]) -> dict:
     used, frame = _USED.search(section), _FRAME.search(section)
     if used is None:
         raise RuntimeError(f"no register count in ptxas's report:\n{text[-2000:]}")
-    return {"registers": int(used.group("regs")), "static_shared": int(used.group("smem") or 0),
+    return {"registers": max(int(used.group("regs")), helper_regs),
+            "static_shared": int(used.group("smem") or 0),
             "stack_frame": int(frame.group("stack")) if frame else 0,
             "spill_stores": int(frame.group("stores")) if frame else 0,
-            "spill_loads": int(frame.group("loads")) if frame else 0}
+            "spill_loads": int(frame.group("loads")) if frame else 0,
+            "linked": linked}
 
 
 def max_threads_of(ptx: str) -> int | None:

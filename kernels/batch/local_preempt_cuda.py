@@ -42,6 +42,8 @@ from .local_trace_cuda import (
 from numba import cuda, int64  # noqa: E402
 
 N_SLOTS = _local_core.N_SLOTS
+# a module constant: the device compiler takes a shared array's size as a literal only
+HI_SLOTS = 2 * N_SLOTS
 
 _pns = PREEMPT_DEVICE_NAMESPACE
 _start_answers = _pns["start_answers"]
@@ -239,7 +241,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)
     sh = cuda.shared.array((WARPS, 3), int64)
-    bhi = cuda.shared.array(2 * N_SLOTS, int64)     # block_pick's normalization
+    bhi = cuda.shared.array(HI_SLOTS, int64)     # block_pick's normalization
     cmd = cuda.shared.array(2, int64)                # thread 0's step answer, for all
     slot_cur = cuda.shared.array(1, int64)           # block_preempt_on's slot cursor
     off = node_ptr[b]
