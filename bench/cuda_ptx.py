@@ -25,7 +25,7 @@ refuses it ("too many resources requested for launch").
 It needs NVVM and NVRTC, and ``ptxas`` for the resources (outside the
 project's dependencies)::
 
-    pip install nvidia-cuda-nvrtc nvidia-nvvm nvidia-cuda-nvcc
+    pip install nvidia-cuda-nvrtc nvidia-nvvm nvidia-cuda-nvcc     # or the extra .[cuda-ptx]
 
 Without NVVM it says so and exits 2 (without ``ptxas``: PTX only, noted in
 the table).  Exit 1 when a kernel is not covered (found in the tree but
@@ -107,7 +107,7 @@ _FRAME = re.compile(r"(?P<stack>\d+) bytes stack frame, (?P<stores>\d+) bytes sp
 
 
 _EXTERN = re.compile(r"\.extern\s+\.func\s+(?:\([^)]*\)\s*)?(?P<name>\w+)\s*\(")
-_PROPS = re.compile(r"Function properties for (?P<name>\w+)\s*\n\s*(?P<stack>\d+) bytes stack frame")
+_SHARED = re.compile(r"^\s*\.shared\s+(?:\.align\s+\d+\s+)?\.b8\s+\w+\[(\d+)\]", re.M)
 _FUNC_USED = re.compile(r"Function properties for (?P<name>\w+)[\s\S]*?Used (?P<regs>\d+) registers")
 
 
@@ -185,8 +185,13 @@ def ptxas_resources(ptxas: str, ptx: str, cc: tuple[int, int]) -> dict:
     used, frame = _USED.search(section), _FRAME.search(section)
     if used is None:
         raise RuntimeError(f"no register count in ptxas's report:\n{text[-2000:]}")
+    smem = int(used.group("smem") or 0)
+    if externs:
+        # relocatable code leaves shared memory to the link: ptxas does not
+        # report it, so count the PTX's own shared declarations
+        smem = sum(int(m.group(1)) for m in _SHARED.finditer(ptx))
     return {"registers": max(int(used.group("regs")), helper_regs),
-            "static_shared": int(used.group("smem") or 0),
+            "static_shared": smem,
             "stack_frame": int(frame.group("stack")) if frame else 0,
             "spill_stores": int(frame.group("stores")) if frame else 0,
             "spill_loads": int(frame.group("loads")) if frame else 0,
@@ -224,9 +229,13 @@ def launch_problems(res: dict, block: int, dynamic_shared: int, bound: int | Non
 
 
 def _git_commit() -> str:
+    """HEAD, with ``+dirty`` when tracked files differ from it."""
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=CK.REPO, capture_output=True,
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=CK.REPO, capture_output=True,
                               text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=CK.REPO, capture_output=True, text=True).stdout.strip()
+        return head + ("+dirty" if dirty else "")
     except Exception:
         return "unknown"
 
@@ -274,7 +283,8 @@ def check(cc: tuple[int, int], launches: dict, ptxas: str | None, log=print,
                             f"({sim_block} there): LAUNCHES names the wrong constant")
         block = CK.block_of(launch)
         for i, sig in enumerate(s.signatures if every_signature else s.signatures[:1]):
-            row = {"kernel": key, "signature": i, "block": block, "block_upto": launch.upto,
+            row = {"kernel": key, "signature": i, "signatures_recorded": len(s.signatures),
+                   "block": block, "block_upto": launch.upto,
                    "dynamic_shared": s.dynamic_shared}
             t0 = time.process_time()
             try:
@@ -359,6 +369,7 @@ def main(argv=None) -> int:
         print("cannot compile under the simulator: unset NUMBA_ENABLE_CUDASIM", file=sys.stderr)
         return 2
     CK.allow_compile_without_device()
+    commit = _git_commit()      # the code compiled: taken before anything runs
     t0 = time.time()
     if args.launches:
         import pickle
@@ -388,13 +399,15 @@ def main(argv=None) -> int:
     if args.json:
         doc = {"what": "every cuda.jit kernel compiled to PTX (NVVM) and assembled (ptxas) "
                        "with its launcher's argument types, checked against its launch",
-               "cc": f"{cc[0]}.{cc[1]}", "commit": _git_commit(),
+               "cc": f"{cc[0]}.{cc[1]}", "commit": commit,
                "machine": {"node": platform.node(), "cpu": platform.processor() or
                            platform.machine(), "python": platform.python_version()},
                "versions": _versions(), "ptxas": ptxas and os.path.basename(ptxas),
                "limits": {"registers_per_block": REGISTERS_PER_SM, "register_unit": REGISTER_UNIT,
                           "shared_per_block": SHARED_DEFAULT, "shared_opt_in": SHARED_OPT_IN,
                           "threads_per_block": MAX_THREADS},
+               "signatures": "the first recorded per kernel" if args.first_signature
+               else "every recorded one",
                "recording_wall_s": round(t_record, 1), "wall_s": round(t_all, 1),
                "pytest_rc": launches.get("pytest_rc"), "problems": problems, "kernels": rows}
         with open(args.json, "w") as fh:

@@ -99,6 +99,12 @@ ptxas info    : Used 128 registers, used 1 barriers, 2112 bytes smem, 400 bytes 
     assert (frame.group("stack"), frame.group("stores"), frame.group("loads")) == ("40", "12", "16")
     assert cuda_ptx.max_threads_of(".entry k(\n)\n.maxntid 256, 1, 1\n{") == 256
     assert cuda_ptx.max_threads_of(".entry k(\n)\n{") is None
+    # relocatable code (a kernel linked with numba-cuda's helpers): shared
+    # memory read from the PTX's declarations, ptxas leaves it to the link
+    ptx = ("\t.shared .align 8 .b8 _cudapy_smem_4[128];\n"
+           ".shared .align 4 .b8 _cudapy_smem_9[32];\n.extern .func (.param .b32 r) f(\n")
+    assert sum(int(m.group(1)) for m in cuda_ptx._SHARED.finditer(ptx)) == 160
+    assert {m.group("name") for m in cuda_ptx._EXTERN.finditer(ptx)} == {"f"}
 
 
 def _nvvm_reason() -> str | None:
