@@ -69,6 +69,29 @@ _gather_presence = TRACE_DEVICE_NAMESPACE["gather_presence"]
 
 
 @cuda.jit(device=True)
+def cluster_args(b, k, n, p0, e, v0, v1, alloc_all, used_all, nz_all, sb_all, reasons_all,
+                 raw_all, strategy, fit_res, fit_kind, fit_weights, n_fit, shape_util,
+                 shape_score, n_shape, bal_res, bal_kind, n_bal, pod_cls, arrive, depart,
+                 duration, rank, prio, may, krank, pstart, preq, pnz):
+    """The per-cluster views the node-local preemption kernels
+    (``local_preempt_cuda``, ``local_preempt_events_cuda``) start from:
+    cluster ``b``'s n nodes' usage, static bits, reasons and raw scores;
+    its profile ``k``'s strategy and the used prefixes of its Fit, shape and
+    Balanced rows; its e pods' classes, arrivals, departures, durations and
+    ranks (from ``p0``); its victim rows ``v0:v1`` (priority, may-evict,
+    rank, start, requests, nonzero requests).  Views only: nothing is
+    copied."""
+    return (alloc_all[b, :n], used_all[b, :n], nz_all[b, :n], sb_all[b, :, :n],
+            reasons_all[b, :, :n], raw_all[b, :, :n],
+            strategy[k], fit_res[k, :n_fit[k]], fit_kind[k, :n_fit[k]],
+            fit_weights[k, :n_fit[k]], shape_util[k, :n_shape[k]],
+            shape_score[k, :n_shape[k]], bal_res[k, :n_bal[k]], bal_kind[k, :n_bal[k]],
+            pod_cls[p0:p0 + e], arrive[p0:p0 + e], depart[p0:p0 + e], duration[p0:p0 + e],
+            rank[p0:p0 + e], prio[v0:v1], may[v0:v1], krank[v0:v1], pstart[v0:v1],
+            preq[v0:v1], pnz[v0:v1])
+
+
+@cuda.jit(device=True)
 def block_gather(off, n, g, node_rows, alloc, used0, nz0, static_bits, static_raw, image_raw,
                  a, u, z, sb, raw, valid0, u_rej, valid, rej):
     """A cluster's nodes (universe rows ``node_rows[off:off + n]``, image
