@@ -92,7 +92,9 @@ def compile_ptx(kernel, sig, cc: tuple[int, int]) -> str:
             launch_bounds=opts.get("launch_bounds"))
     except Exception as exc:
         text = str(exc).lower()
-        if ("libnvvm" in text or "nvrtc" in text or "nvvm" in text) and "not found" in text:
+        missing = ("not found" in text or "failure finding" in text
+                   or type(exc).__name__ == "DynamicLibNotFoundError")
+        if ("nvrtc" in text or "nvvm" in text) and missing:
             raise CannotCompile(str(exc)) from exc
         raise
     if resty != nt.void:

@@ -108,8 +108,10 @@ ptxas info    : Used 128 registers, used 1 barriers, 2112 bytes smem, 400 bytes 
 
 
 def _nvvm_reason() -> str | None:
-    code = ("from numba.cuda.cudadrv.nvvm import NVVM\nNVVM()\n"
-            "from numba.cuda.cudadrv import nvrtc\nnvrtc.NVRTC()\n")
+    # a one-line kernel to PTX: NVVM (and NVRTC, which numba-cuda loads on the way)
+    code = ("from numba import cuda, int64\n"
+            "def k(x):\n    pass\n"
+            "cuda.compile_ptx(k, (int64,), cc=(9, 0))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=dict(os.environ, NUMBA_ENABLE_CUDASIM="0"), timeout=120)
     if proc.returncode:
