@@ -19,9 +19,21 @@ if os.environ.get("TENSORSCHED_DISABLE_CUPY", "0") != "1" and find_spec("cupy") 
 CUDA_SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
 
 
+_compile_only = False
+
+
+def allow_compile_without_device() -> None:
+    """From now on the cuda modules import where no device answers (they
+    otherwise refuse to, ``BackendUnavailable``): for compiling their kernels
+    ahead of a device only (``bench.cuda_ptx``), never for running them."""
+    global _compile_only
+    _compile_only = True
+
+
 def cuda_unavailable_reason() -> str | None:
-    """Why the ``cuda`` backend cannot run here, or None when it can."""
-    if CUDA_SIMULATOR:
+    """Why the ``cuda`` backend cannot run here, or None when it can (or
+    when only compiling: ``allow_compile_without_device``)."""
+    if CUDA_SIMULATOR or _compile_only:
         return None
     try:
         from numba import cuda
@@ -59,5 +71,6 @@ def gpu_present() -> bool:
     once per process: ``--backend auto`` sends the GPU stages there."""
     global _gpu_present
     if _gpu_present is None:
-        _gpu_present = not CUDA_SIMULATOR and cuda_unavailable_reason() is None
+        _gpu_present = (not CUDA_SIMULATOR and not _compile_only
+                        and cuda_unavailable_reason() is None)
     return _gpu_present

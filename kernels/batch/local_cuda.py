@@ -48,6 +48,8 @@ from tensorsched.kernels._compile import compile_module  # noqa: E402
 from tensorsched.kernels.fused import _cuda as _fused_cuda  # noqa: E402
 
 N_SLOTS = _local_core.N_SLOTS
+# a module constant: the device compiler takes a shared array's size as a literal only
+HI_SLOTS = 2 * N_SLOTS
 RES_PODS_COL = _local_core.RES_PODS_COL
 
 _ns = compile_module(_local_core, lambda f: cuda.jit(f, device=True), base=_fused_cuda.core)
@@ -197,7 +199,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)
     sh = cuda.shared.array((WARPS, 3), int64)
-    hi = cuda.shared.array(2 * N_SLOTS, int64)
+    hi = cuda.shared.array(HI_SLOTS, int64)
     off = node_ptr[b]
     n = node_ptr[b + 1] - off
     n_res = alloc.shape[1]

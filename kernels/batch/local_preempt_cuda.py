@@ -32,6 +32,7 @@ from .local_trace_cuda import (
     PREEMPT_DEVICE_NAMESPACE,
     block_gather,
     class_count,
+    cluster_args,
     cluster_extent,
     copy_results,
     node_scratch,
@@ -42,6 +43,8 @@ from .local_trace_cuda import (
 from numba import cuda, int64  # noqa: E402
 
 N_SLOTS = _local_core.N_SLOTS
+# a module constant: the device compiler takes a shared array's size as a literal only
+HI_SLOTS = 2 * N_SLOTS
 
 _pns = PREEMPT_DEVICE_NAMESPACE
 _start_answers = _pns["start_answers"]
@@ -239,7 +242,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)
     sh = cuda.shared.array((WARPS, 3), int64)
-    bhi = cuda.shared.array(2 * N_SLOTS, int64)     # block_pick's normalization
+    bhi = cuda.shared.array(HI_SLOTS, int64)     # block_pick's normalization
     cmd = cuda.shared.array(2, int64)                # thread 0's step answer, for all
     slot_cur = cuda.shared.array(1, int64)           # block_preempt_on's slot cursor
     off = node_ptr[b]
@@ -256,24 +259,12 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     nd = node_all[b]
     pd = pod_all[b]
     ring = ring_all[b]
-    a = alloc_all[b, :n]
-    u = used_all[b, :n]
-    z = nz_all[b, :n]
-    sb = sb_all[b, :, :n]
-    rs = reasons_all[b, :, :n]
-    raw = raw_all[b, :, :n]
-    strat = strategy[k]
-    fr = fit_res[k, :n_fit[k]]
-    fk = fit_kind[k, :n_fit[k]]
-    fw = fit_weights[k, :n_fit[k]]
-    su = shape_util[k, :n_shape[k]]
-    ss = shape_score[k, :n_shape[k]]
-    br = bal_res[k, :n_bal[k]]
-    bk = bal_kind[k, :n_bal[k]]
-    cls = pod_cls[p0:p0 + e]
-    arr = arrive[p0:p0 + e]
-    dep = depart[p0:p0 + e]
-    dur = duration[p0:p0 + e]
+    (a, u, z, sb, rs, raw, strat, fr, fk, fw, su, ss, br, bk, cls, arr, dep, dur, rk, pr, my,
+     kr, ps, pq, pz) = cluster_args(
+        b, k, n, p0, e, v0, v1, alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all,
+        strategy, fit_res, fit_kind, fit_weights, n_fit, shape_util, shape_score, n_shape,
+        bal_res, bal_kind, n_bal, pod_cls, arrive, depart, duration, rank, prio, may, krank,
+        pstart, preq, pnz)
     smix = seed_mixes[b]
     to_find = num_to_find[b]
     onode = pd[0, :e]
@@ -299,14 +290,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     dk = dk_all[b, :e1]
     ds = pd[3, :e1]
     dp = pd[4, :e1]
-    rk = rank[p0:p0 + e]
     ak = ak_all[b]
-    pr = prio[v0:v1]
-    my = may[v0:v1]
-    kr = krank[v0:v1]
-    ps = pstart[v0:v1]
-    pq = preq[v0:v1]
-    pz = pnz[v0:v1]
     bn = bnode[v0 - p0:v1 - p0 - e]
     pc = pct[b]
     le = least[b]

@@ -32,6 +32,7 @@ from .local_trace_cuda import (
     PREEMPT_EVENTS_DEVICE_NAMESPACE,
     block_gather,
     class_count,
+    cluster_args,
     cluster_extent,
     copy_results,
     event_host_inputs,
@@ -43,6 +44,8 @@ from .local_trace_cuda import (
 from numba import cuda, int64  # noqa: E402
 
 N_SLOTS = _local_core.N_SLOTS
+# a module constant: the device compiler takes a shared array's size as a literal only
+HI_SLOTS = 2 * N_SLOTS
 EL_NV = _local_preempt_events.EL_NV
 EL_START = _local_preempt_events.EL_START
 EL_TO_FIND = _local_preempt_events.EL_TO_FIND
@@ -87,7 +90,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)
     sh = cuda.shared.array((WARPS, 3), int64)
-    bhi = cuda.shared.array(2 * N_SLOTS, int64)     # block_pick's normalization
+    bhi = cuda.shared.array(HI_SLOTS, int64)     # block_pick's normalization
     cmd = cuda.shared.array(2, int64)                # thread 0's step answer, for all
     slot_cur = cuda.shared.array(1, int64)           # block_preempt_on's slot cursor
     off = node_ptr[b]
@@ -108,26 +111,14 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     pf = podf_all[b]
     ring = ring_all[b]
     vd = vic_all[b]
-    a = alloc_all[b, :n]
-    u = used_all[b, :n]
-    z = nz_all[b, :n]
-    sb = sb_all[b, :, :n]
-    rs = reasons_all[b, :, :n]
-    raw = raw_all[b, :, :n]
+    (a, u, z, sb, rs, raw, strat, fr, fk, fw, su, ss, br, bk, cls, arr, dep, dur, rk, pr, my,
+     kr, ps, pq, pz) = cluster_args(
+        b, k, n, p0, e, v0, v1, alloc_all, used_all, nz_all, sb_all, reasons_all, raw_all,
+        strategy, fit_res, fit_kind, fit_weights, n_fit, shape_util, shape_score, n_shape,
+        bal_res, bal_kind, n_bal, pod_cls, arrive, depart, duration, rank, prio, may, krank,
+        pstart, preq, pnz)
     rej = rej_all[b, :, :n]
     valid = valid_all[b, :n]
-    strat = strategy[k]
-    fr = fit_res[k, :n_fit[k]]
-    fk = fit_kind[k, :n_fit[k]]
-    fw = fit_weights[k, :n_fit[k]]
-    su = shape_util[k, :n_shape[k]]
-    ss = shape_score[k, :n_shape[k]]
-    br = bal_res[k, :n_bal[k]]
-    bk = bal_kind[k, :n_bal[k]]
-    cls = pod_cls[p0:p0 + e]
-    arr = arrive[p0:p0 + e]
-    dep = depart[p0:p0 + e]
-    dur = duration[p0:p0 + e]
     to_find = num_to_find[b]
     smix = seed_mixes[b]
     onode = out_node[p0:p0 + e]
@@ -155,7 +146,6 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     dk = pf[1, :q1]
     ds = pd[2, :q1]
     dp = pd[3, :q1]
-    rk = rank[p0:p0 + e]
     ak = ak_all[b]
     pmask = pd[4, :q1]
     kord = korder[p0:p0 + e]
@@ -167,12 +157,6 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     ebound = ev_bound[e0:e1]
     eused = ev_used[e0:e1]
     enz = ev_nz[e0:e1]
-    pr = prio[v0:v1]
-    my = may[v0:v1]
-    kr = krank[v0:v1]
-    ps = pstart[v0:v1]
-    pq = preq[v0:v1]
-    pz = pnz[v0:v1]
     bn = bnode[v0 - p0:v1 - p0 - e]
     pc = pct[b]
     le = least[b]

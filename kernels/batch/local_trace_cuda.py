@@ -37,6 +37,8 @@ from tensorsched.kernels._compile import compile_module  # noqa: E402
 from tensorsched.kernels.fused import _cuda as _fused_cuda  # noqa: E402
 
 N_SLOTS = _local_core.N_SLOTS
+# a module constant: the device compiler takes a shared array's size as a literal only
+HI_SLOTS = 2 * N_SLOTS
 NAN = float("nan")
 
 _ns = compile_module(_local_core, lambda f: cuda.jit(f, device=True), base=_fused_cuda.core)
@@ -64,6 +66,29 @@ PREEMPT_DEVICE_NAMESPACE = compile_module(_local_preempt, lambda f: cuda.jit(f, 
 PREEMPT_EVENTS_DEVICE_NAMESPACE = compile_module(
     _local_preempt_events, lambda f: cuda.jit(f, device=True), base=PREEMPT_DEVICE_NAMESPACE)
 _gather_presence = TRACE_DEVICE_NAMESPACE["gather_presence"]
+
+
+@cuda.jit(device=True)
+def cluster_args(b, k, n, p0, e, v0, v1, alloc_all, used_all, nz_all, sb_all, reasons_all,
+                 raw_all, strategy, fit_res, fit_kind, fit_weights, n_fit, shape_util,
+                 shape_score, n_shape, bal_res, bal_kind, n_bal, pod_cls, arrive, depart,
+                 duration, rank, prio, may, krank, pstart, preq, pnz):
+    """The per-cluster views the node-local preemption kernels
+    (``local_preempt_cuda``, ``local_preempt_events_cuda``) start from:
+    cluster ``b``'s n nodes' usage, static bits, reasons and raw scores;
+    its profile ``k``'s strategy and the used prefixes of its Fit, shape and
+    Balanced rows; its e pods' classes, arrivals, departures, durations and
+    ranks (from ``p0``); its victim rows ``v0:v1`` (priority, may-evict,
+    rank, start, requests, nonzero requests).  Views only: nothing is
+    copied."""
+    return (alloc_all[b, :n], used_all[b, :n], nz_all[b, :n], sb_all[b, :, :n],
+            reasons_all[b, :, :n], raw_all[b, :, :n],
+            strategy[k], fit_res[k, :n_fit[k]], fit_kind[k, :n_fit[k]],
+            fit_weights[k, :n_fit[k]], shape_util[k, :n_shape[k]],
+            shape_score[k, :n_shape[k]], bal_res[k, :n_bal[k]], bal_kind[k, :n_bal[k]],
+            pod_cls[p0:p0 + e], arrive[p0:p0 + e], depart[p0:p0 + e], duration[p0:p0 + e],
+            rank[p0:p0 + e], prio[v0:v1], may[v0:v1], krank[v0:v1], pstart[v0:v1],
+            preq[v0:v1], pnz[v0:v1])
 
 
 @cuda.jit(device=True)
@@ -109,7 +134,7 @@ def _kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignored, c_fi
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)
     sh = cuda.shared.array((WARPS, 3), int64)
-    hi = cuda.shared.array(2 * N_SLOTS, int64)
+    hi = cuda.shared.array(HI_SLOTS, int64)
     cmd = cuda.shared.array(2, int64)                # thread 0's queue answer, for all
     off = node_ptr[b]
     n = node_ptr[b + 1] - off
@@ -407,7 +432,7 @@ def _events_kernel(alloc, used0, nz0, c_request, c_nonzero, c_anything, c_ignore
     tid = cuda.threadIdx.x
     buf = cuda.shared.array((3, THREADS), int64)
     sh = cuda.shared.array((WARPS, 3), int64)
-    bhi = cuda.shared.array(2 * N_SLOTS, int64)     # block_pick's normalization
+    bhi = cuda.shared.array(HI_SLOTS, int64)     # block_pick's normalization
     cmd = cuda.shared.array(2, int64)                # thread 0's step answer, for all
     off = node_ptr[b]
     n = node_ptr[b + 1] - off

@@ -36,10 +36,14 @@ _subset_cost_node = core["subset_cost_node"]
 _affinity_tag = _gpu_core.affinity_tag          # host-side scalar, plain Python
 
 
+#: the most threads per block a launch asks
+MAX_THREADS = 128
+
+
 def _grid(n: int) -> tuple[int, int]:
-    """(blocks, threads per block): whole warps, at most 128 per block (a
-    small cluster does not start 128 simulator threads for 5 nodes)."""
-    tpb = min(128, 32 * max(1, (n + 31) // 32))
+    """(blocks, threads per block): whole warps, at most MAX_THREADS per
+    block (a small cluster does not start 128 simulator threads for 5 nodes)."""
+    tpb = min(MAX_THREADS, 32 * max(1, (n + 31) // 32))
     return max(1, (n + tpb - 1) // tpb), tpb
 
 
