@@ -120,9 +120,16 @@ def _nvvm_reason() -> str | None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(4000)
 def test_every_kernel_compiles_for_sm90_and_fits_its_launch(tmp_path):
     """The whole tool: launches recorded under the simulator, every kernel
-    compiled by NVVM (and assembled by ptxas where it is installed)."""
+    compiled by NVVM (and assembled by ptxas where it is installed).  It
+    takes tens of minutes on 2 cores, so it runs only when asked for
+    (TENSORSCHED_PTX_CHECK=1): a machine that happens to have NVVM would
+    otherwise spend its test run here."""
+    if os.environ.get("TENSORSCHED_PTX_CHECK") != "1":
+        pytest.skip("the sm_90 compile of every kernel runs with TENSORSCHED_PTX_CHECK=1 "
+                    "(or `python -m tensorsched.bench.cuda_ptx`)")
     reason = _nvvm_reason()
     if reason is not None:
         pytest.skip(f"NVVM/NVRTC not importable here ({reason}); "
