@@ -37,7 +37,9 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import multiprocessing
 import os
+import pickle
 import platform
 import re
 import shutil
@@ -46,6 +48,7 @@ import sys
 import tempfile
 import time
 import types
+from importlib.metadata import PackageNotFoundError, version
 
 from tensorsched.bench import cuda_kernels as CK
 
@@ -243,7 +246,6 @@ def _git_commit() -> str:
 
 
 def _versions() -> dict:
-    from importlib.metadata import PackageNotFoundError, version
     out = {}
     for dist in ("numba", "numba-cuda", "nvidia-nvvm", "nvidia-cuda-nvrtc", "nvidia-cuda-nvcc"):
         try:
@@ -341,7 +343,6 @@ def check_parallel(cc, launches, ptxas, every_signature=True, only=None, jobs=1)
     single-threaded; the batch kernels take tens of CPU seconds each)."""
     if jobs <= 1:
         return check(cc, launches, ptxas, every_signature=every_signature, only=only)
-    import multiprocessing
     keys = sorted(k for k in CK.LAUNCHES if not only or k in only)
     # the coverage problems once, from a run that compiles nothing
     rows, problems = check(cc, launches, ptxas, only=("(none)",))
@@ -374,13 +375,11 @@ def main(argv=None) -> int:
     commit = _git_commit()      # the code compiled: taken before anything runs
     t0 = time.time()
     if args.launches:
-        import pickle
         with open(args.launches, "rb") as fh:
             launches = pickle.load(fh)
     else:
         launches = CK.record()
         if args.save_launches:
-            import pickle
             with open(args.save_launches, "wb") as fh:
                 pickle.dump(launches, fh)
     t_record = time.time() - t0

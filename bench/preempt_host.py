@@ -37,6 +37,7 @@ run its own process, then ``--combine``.
 from __future__ import annotations
 
 import os
+import re
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
@@ -287,7 +288,6 @@ def combine(paths: list, base_commit: str, after_commit: str, note: str = "") ->
     tree's beside this one's): per workload and round the host
     microseconds a preemptor (or cycle), p50 and mean, and both sides'
     items (every round's medians)."""
-    import re
     from tensorsched.bench.harness import machine_info
     out: dict = {}
     for path in sorted(paths):
