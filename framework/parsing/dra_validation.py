@@ -301,6 +301,24 @@ def _check_counter_set_name(ctx: ObjectContext, name: str, path: str) -> None:
     _check(ctx, path, name, dns1123_label_errors(name))
 
 
+def _check_counter_sets(ctx: ObjectContext, items: list, path: str, name_key: str,
+                        counters_max: int) -> None:
+    """A list of counter sets (a slice's ``sharedCounters``, named by
+    ``name``) or of their consumptions (a device's ``consumesCounters``,
+    naming one by ``counterSet``): each name a DNS label, unique in the
+    list, its counters named and at most ``counters_max``."""
+    seen = set()
+    for i, item in enumerate(items):
+        ipath = f"{path}[{i}]"
+        name = item[name_key]
+        _check_counter_set_name(ctx, name, f"{ipath}.{name_key}")
+        _check_counter_names(ctx, item.get("counters") or {}, f"{ipath}.counters",
+                             counters_max)
+        if name in seen:
+            ctx.fail(ipath, f"Duplicate value: {name!r}")
+        seen.add(name)
+
+
 def _check_binding_conditions(ctx: ObjectContext, d: dict, path: str) -> None:
     conditions = d.get("bindingConditions") or []
     failures = d.get("bindingFailureConditions") or []
@@ -357,15 +375,8 @@ def check_device(ctx: ObjectContext, d: dict, path: str, per_device: bool) -> No
             _check(ctx, f"{tpath}.value", t["value"], label_value_errors(t["value"]))
     consumes = _checked_list(ctx, d.get("consumesCounters"), f"{path}.consumesCounters",
                              CONSUMPTIONS_PER_DEVICE_MAX)
-    sets = set()
-    for i, c in enumerate(consumes):
-        cpath = f"{path}.consumesCounters[{i}]"
-        _check_counter_set_name(ctx, c["counterSet"], f"{cpath}.counterSet")
-        _check_counter_names(ctx, c.get("counters") or {}, f"{cpath}.counters",
-                             COUNTERS_PER_CONSUMPTION_MAX)
-        if c["counterSet"] in sets:
-            ctx.fail(cpath, f"Duplicate value: {c['counterSet']!r}")
-        sets.add(c["counterSet"])
+    _check_counter_sets(ctx, consumes, f"{path}.consumesCounters", "counterSet",
+                        COUNTERS_PER_CONSUMPTION_MAX)
     if per_device:
         if d.get("nodeName") is not None:
             _check(ctx, f"{path}.nodeName", d["nodeName"],
@@ -414,15 +425,7 @@ def check_slice(ctx: ObjectContext, spec: dict, devices) -> None:
             seen.add(d.name)
     counter_sets = spec.get("sharedCounters") or []
     _too_many(ctx, "spec.sharedCounters", counter_sets, COUNTER_SETS_MAX)
-    names = set()
-    for i, cs in enumerate(counter_sets):
-        cpath = f"spec.sharedCounters[{i}]"
-        _check_counter_set_name(ctx, cs["name"], f"{cpath}.name")
-        _check_counter_names(ctx, cs.get("counters") or {}, f"{cpath}.counters",
-                             COUNTERS_PER_SET_MAX)
-        if cs["name"] in names:
-            ctx.fail(cpath, f"Duplicate value: {cs['name']!r}")
-        names.add(cs["name"])
+    _check_counter_sets(ctx, counter_sets, "spec.sharedCounters", "name", COUNTERS_PER_SET_MAX)
 
 
 # --------------------------------------------------------------------------
