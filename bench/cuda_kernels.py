@@ -36,6 +36,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# lets the cuda modules import where no device answers, for compiling
+# their kernels ahead of a device only
+from tensorsched.kernels._deps import allow_compile_without_device
+
 #: the sub-packages searched for kernels
 PACKAGES = ("kernels", "topology", "experiments", "framework")
 ROOT = "tensorsched"
@@ -165,14 +169,6 @@ def is_kernel(obj) -> bool:
     options = getattr(obj, "targetoptions", None)
     return (type(obj).__name__ == "CUDADispatcher" and isinstance(options, dict)
             and not options.get("device", False))
-
-
-def allow_compile_without_device() -> None:
-    """Let the cuda modules import where no device answers (they refuse
-    to, ``BackendUnavailable``, so a run never gets that far without one):
-    for compiling their kernels ahead of a device only."""
-    from tensorsched.kernels._deps import allow_compile_without_device as allow
-    allow()
 
 
 def discover() -> dict[str, object]:
