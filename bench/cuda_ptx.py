@@ -63,17 +63,43 @@ class CannotCompile(RuntimeError):
     """NVVM (or NVRTC) is missing here."""
 
 
+def _ptxas_release(path: str) -> tuple[int, int]:
+    """``ptxas --version``'s release (13, 5); (0, 0) when it cannot say."""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return (0, 0)
+    found = re.search(r"release (\d+)\.(\d+)", out)
+    return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
+
+
+def newest_ptxas(candidates) -> str | None:
+    """The candidate of the newest release.  A ``ptxas`` assembles the PTX
+    ISA of its own release and older ones only, and NVVM (from the wheel or
+    a toolkit) may be newer than the ``ptxas`` on PATH: the newest one
+    accepts whatever either wrote.  Ties keep the earlier candidate."""
+    best, best_release = None, None
+    for path in candidates:
+        release = _ptxas_release(path)
+        if best_release is None or release > best_release:
+            best, best_release = path, release
+    return best
+
+
 def find_ptxas() -> str | None:
-    """``ptxas``: on PATH, else in an installed NVIDIA wheel (nvidia-cuda-nvcc)."""
+    """``ptxas``: the newest of the one on PATH and those in installed
+    NVIDIA wheels (nvidia-cuda-nvcc)."""
+    candidates = []
     found = shutil.which("ptxas")
     if found:
-        return found
+        candidates.append(found)
     for entry in sys.path:
         for path in sorted(glob.glob(os.path.join(entry, "nvidia", "**", "bin", "ptxas"),
                                      recursive=True)):
-            if os.access(path, os.X_OK):
-                return path
-    return None
+            if os.access(path, os.X_OK) and path not in candidates:
+                candidates.append(path)
+    return newest_ptxas(candidates)
 
 
 def _for_capability(cc: tuple[int, int]) -> None:

@@ -143,3 +143,23 @@ def test_every_kernel_compiles_for_sm90_and_fits_its_launch(tmp_path):
     assert proc.returncode == 0, (doc["problems"], proc.stderr[-3000:])
     assert {row["kernel"] for row in doc["kernels"]} == set(CK.LAUNCHES)
     assert all(row["fits"] is not False for row in doc["kernels"])
+
+
+def _fake_ptxas(folder, release):
+    path = folder / f"ptxas-{release}"
+    path.write_text("#!/bin/sh\necho 'Cuda compilation tools, release %s, V%s.1'\n"
+                    % (release, release))
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_the_newest_ptxas_is_taken(tmp_path):
+    # NVVM 13.5 writes PTX ISA 9.5, which a 13.0 ptxas on PATH refuses
+    # ("Unsupported .version 9.5"): the newest candidate assembles both.
+    old = _fake_ptxas(tmp_path, "13.0")
+    new = _fake_ptxas(tmp_path, "13.5")
+    assert cuda_ptx.newest_ptxas([old, new]) == new
+    assert cuda_ptx.newest_ptxas([new, old]) == new
+    broken = str(tmp_path / "missing-ptxas")
+    assert cuda_ptx.newest_ptxas([broken, old]) == old
+    assert cuda_ptx.newest_ptxas([]) is None
