@@ -20,6 +20,7 @@ from .meta import (
     DNS1123_LABEL_FMT,
     ObjectContext,
     dns1123_subdomain_errors,
+    duplicate_value,
     invalid_value,
     join_path,
 )
@@ -65,7 +66,7 @@ def parse_pod_claims(ctx: ObjectContext, spec: dict) -> tuple[PodClaim, ...]:
         if errs:
             ctx.fail(f"{path}.name", invalid_value(name, errs))
         if name in names:
-            ctx.fail(f"{path}.name", f"Duplicate value: {name!r}")
+            ctx.fail(f"{path}.name", duplicate_value(name))
         names.add(name)
         claim = ctx.string(raw.get("resourceClaimName"), f"{path}.resourceClaimName")
         template = ctx.string(raw.get("resourceClaimTemplateName"),
@@ -106,7 +107,7 @@ def _container_claims(ctx: ObjectContext, c, path: str, names: set[str]) -> None
                 ctx.fail(f"{rpath}.request", invalid_value(request, errs))
             key = f"{name}/{request}"
         if key in seen:
-            ctx.fail(rpath, f"Duplicate value: {key!r}")
+            ctx.fail(rpath, duplicate_value(key))
         seen.add(key)
         if name not in names:
             listed = ": " + ", ".join(sorted(names)) if names else " which is empty"
