@@ -462,7 +462,7 @@ def check_device(ctx: ObjectContext, d: dict, path: str, per_device: bool) -> No
             _check(ctx, f"{path}.nodeName", d["nodeName"],
                    dns1123_subdomain_errors(d["nodeName"]))
         if d.get("nodeSelector") is not None:
-            check_node_selector(ctx, d["nodeSelector"], f"{path}.nodeSelector")
+            check_node_selector(ctx, d["nodeSelector"], f"{path}.nodeSelector", True)
         _true_or_unset(ctx, d, "allNodes", path)
     elif d.get("allNodes") is not None:
         ctx.fail(path, "Invalid value: null: `nodeName`, `nodeSelector` and `allNodes` can "
@@ -485,7 +485,7 @@ def check_slice(ctx: ObjectContext, spec: dict, devices) -> None:
         _check(ctx, "spec.nodeName", spec["nodeName"],
                dns1123_subdomain_errors(spec["nodeName"]))
     if spec.get("nodeSelector") is not None:
-        terms = check_node_selector(ctx, spec["nodeSelector"], "spec.nodeSelector")
+        terms = check_node_selector(ctx, spec["nodeSelector"], "spec.nodeSelector", True)
         if len(terms) != 1:
             ctx.fail("spec.nodeSelector.nodeSelectorTerms", f"Invalid value: {len(terms)} "
                      "terms: must have exactly one node selector term")
@@ -712,7 +712,7 @@ def check_claim_status(ctx: ObjectContext, spec: dict, status: dict) -> None:
             _check_opaque(ctx, c, cpath)
         if allocation.get("nodeSelector") is not None:
             check_node_selector(ctx, allocation["nodeSelector"],
-                                "status.allocation.nodeSelector")
+                                "status.allocation.nodeSelector", True)
     reserved = status.get("reservedFor") or []
     _too_many(ctx, "status.reservedFor", reserved, RESERVED_FOR_MAX)
     uids = set()

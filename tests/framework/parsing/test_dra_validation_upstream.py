@@ -136,6 +136,10 @@ BAD_SLICES = [
     ("empty-device-node-name", _slice(nodeName=None, perDeviceNodeSelection=True,
                                       devices=[_dev(0, nodeName="")]),
      "spec.devices[0].nodeName", 'Invalid value: "": must not be empty'),
+    ("bad-node-selector-value", _slice(nodeName=None, nodeSelector={"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a b"]}]}]}),
+     "spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values[0]",
+     'Invalid value: "a b": a valid label must be'),
     ("bad-node-selection", _slice(nodeSelector={"nodeSelectorTerms": [{"matchFields": [
         {"key": "metadata.name", "operator": "In", "values": ["worker"]}]}]}),
      "spec", "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` "
@@ -386,6 +390,11 @@ _STATUS_CASES = [
         "devices": {"results": [_result()]}, "nodeSelector": {}}),
      "status.allocation.nodeSelector.nodeSelectorTerms",
      "Required value: must have at least one node selector term"),
+    ("invalid-update-invalid-label-value", dict(_allocated(), allocation={
+        "devices": {"results": [_result()]}, "nodeSelector": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "foo", "operator": "In", "values": ["-1"]}]}]}}),
+     "status.allocation.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values[0]",
+     'Invalid value: "-1": a valid label must be an empty string'),
     ("invalid-reserved-for-too-large", _allocated(reservedFor=[
         {"resource": "pods", "name": f"foo-{i}", "uid": str(i)} for i in range(257)]),
      "status.reservedFor", "Too many: 257: must have at most 256 items"),
