@@ -120,6 +120,29 @@ def _dns_label(ctx: ObjectContext, value: str, path: str) -> str:
     return value
 
 
+def _required(ctx: ObjectContext, value, path: str) -> str:
+    """A string field the API requires (absent and empty alike: Go's zero
+    value), in upstream's words."""
+    text = ctx.string(value, path)
+    if not text:
+        ctx.fail(path, "Required value")
+    return text
+
+
+def _label(ctx: ObjectContext, value, path: str) -> str:
+    """A DNS-label field (a device's or a request's name): absent or empty
+    is an invalid label, as upstream reads Go's zero value."""
+    return _dns_label(ctx, ctx.string(value, path), path)
+
+
+def _given_name(ctx: ObjectContext, value, path: str) -> str:
+    """An allocation result's request or device: not empty (an invalid DNS
+    label, as upstream words it); its form is checked with the name rules
+    (upstream's plugin tests allocate requests and devices of any name)."""
+    text = ctx.string(value, path)
+    return text if text else _dns_label(ctx, text, path)
+
+
 def _driver_name(ctx: ObjectContext, value: str, path: str) -> str:
     """validateDriverName: a DNS subdomain (case aside) of at most 63 bytes."""
     errs = driver_name_errors(value)
@@ -461,17 +484,13 @@ def _device_of_shape(
             _DEVICE_SHAPES.clear()
         _DEVICE_SHAPES[key] = got
         return got
-    name = _dns_label(
-        ctx, ctx.string(d.get("name"), f"{path}.name", required=True), f"{path}.name"
-    )
+    name = _label(ctx, d.get("name"), f"{path}.name")
     return got if got.name == name else dataclasses.replace(got, name=name)
 
 
 def _device(ctx: ObjectContext, d, path: str, per_device: bool, strict: bool) -> DeviceRecord:
     d = ctx.mapping(d, path)
-    name = _dns_label(
-        ctx, ctx.string(d.get("name"), f"{path}.name", required=True), f"{path}.name"
-    )
+    name = _label(ctx, d.get("name"), f"{path}.name")
     attributes = {}
     for k, v in ctx.mapping(d.get("attributes"), f"{path}.attributes").items():
         attributes[k] = _attribute(ctx, v, lambda k=k: join_path(f"{path}.attributes", k))
@@ -491,7 +510,7 @@ def _device(ctx: ObjectContext, d, path: str, per_device: bool, strict: bool) ->
         c = ctx.mapping(c, cpath)
         consumes.append(
             CounterConsumption(
-                ctx.string(c.get("counterSet"), f"{cpath}.counterSet", required=True),
+                _required(ctx, c.get("counterSet"), f"{cpath}.counterSet"),
                 _quantity_map(ctx, c.get("counters"), f"{cpath}.counters", nested=True),
             )
         )
@@ -562,7 +581,7 @@ def _parse_resource_slice(obj: dict, where: str | None, strict: bool) -> Resourc
     ctx, _, _, name = identity(obj, "ResourceSlice", False, where)
     spec = ctx.mapping(obj.get("spec"), "spec")
     driver = _driver_name(
-        ctx, ctx.string(spec.get("driver"), "spec.driver", required=True), "spec.driver"
+        ctx, _required(ctx, spec.get("driver"), "spec.driver"), "spec.driver"
     )
     if spec.get("pool") is None:
         ctx.fail("spec.pool", "required")
@@ -613,7 +632,7 @@ def _parse_resource_slice(obj: dict, where: str | None, strict: bool) -> Resourc
         cs = ctx.mapping(cs, cpath)
         counters.append(
             CounterSet(
-                ctx.string(cs.get("name"), f"{cpath}.name", required=True),
+                _required(ctx, cs.get("name"), f"{cpath}.name"),
                 _quantity_map(ctx, cs.get("counters"), f"{cpath}.counters", nested=True),
             )
         )
@@ -682,9 +701,7 @@ def _claim_spec(ctx: ObjectContext, spec, path: str) -> dict:
     for i, r in enumerate(ctx.list(devices.get("requests"), f"{dpath}.requests")):
         rpath = f"{dpath}.requests[{i}]"
         r = ctx.mapping(r, rpath)
-        name = _dns_label(
-            ctx, ctx.string(r.get("name"), f"{rpath}.name", required=True), f"{rpath}.name"
-        )
+        name = _label(ctx, r.get("name"), f"{rpath}.name")
         if name in names:
             ctx.fail(rpath, duplicate_value(name))
         names.add(name)
@@ -750,10 +767,10 @@ def parse_allocation_result(ctx: ObjectContext, value, path: str) -> AllocationR
         consumed = r.get("consumedCapacity")
         results.append(
             DeviceRequestAllocationResult(
-                request=ctx.string(r.get("request"), f"{rpath}.request", required=True),
-                driver=ctx.string(r.get("driver"), f"{rpath}.driver", required=True),
-                pool=ctx.string(r.get("pool"), f"{rpath}.pool", required=True),
-                device=ctx.string(r.get("device"), f"{rpath}.device", required=True),
+                request=_given_name(ctx, r.get("request"), f"{rpath}.request"),
+                driver=_required(ctx, r.get("driver"), f"{rpath}.driver"),
+                pool=_required(ctx, r.get("pool"), f"{rpath}.pool"),
+                device=_given_name(ctx, r.get("device"), f"{rpath}.device"),
                 admin_access=ctx.boolean(r["adminAccess"], f"{rpath}.adminAccess")
                 if r.get("adminAccess") is not None
                 else None,
@@ -811,9 +828,9 @@ def parse_resource_claim(obj: dict, *, where: str | None = None) -> ResourceClai
         ref = ctx.mapping(ref, rpath)
         reserved.append(
             ConsumerRef(
-                ctx.string(ref.get("resource"), f"{rpath}.resource", required=True),
-                ctx.string(ref.get("name"), f"{rpath}.name", required=True),
-                ctx.string(ref.get("uid"), f"{rpath}.uid", required=True),
+                _required(ctx, ref.get("resource"), f"{rpath}.resource"),
+                _required(ctx, ref.get("name"), f"{rpath}.name"),
+                _required(ctx, ref.get("uid"), f"{rpath}.uid"),
                 ctx.string(ref.get("apiGroup"), f"{rpath}.apiGroup"),
             )
         )

@@ -165,7 +165,7 @@ def test_names_follow_upstream_rules(edit, field, words):
 @pytest.mark.parametrize(
     "edit, field, words",
     [
-        (lambda s: s["spec"].pop("driver"), "spec.driver", "required"),
+        (lambda s: s["spec"].pop("driver"), "spec.driver", "Required value"),
         (
             lambda s: s["spec"]["pool"].pop("resourceSliceCount"),
             "spec.pool.resourceSliceCount",

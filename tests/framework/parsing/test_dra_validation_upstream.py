@@ -146,6 +146,12 @@ BAD_SLICES = [
      "is required, but multiple fields are set"),
     ("bad-devices", _slice(3, devices=[_dev(0), _dev(1, name="!@#$%^"), _dev(2)]),
      "spec.devices[1].name", 'Invalid value: "!@#$%^"', LABEL_MSG),
+    ("device-without-name", _slice(devices=[{k: v for k, v in _dev(0).items() if k != "name"}]),
+     "spec.devices[0].name", 'Invalid value: ""', LABEL_MSG),
+    ("consumption-without-counter-set", _slice(devices=[_dev(0, consumesCounters=[
+        {"counters": {"memory": {"value": "1Gi"}}}])]),
+     "spec.devices[0].consumesCounters[0].counterSet", "Required value"),
+    ("missing-driver", _slice(driver=""), "spec.driver", "Required value"),
     ("duplicate-device", _slice(devices=[_dev(0), _dev(0)]),
      "spec.devices[1]", 'Duplicate value: "device-0"'),
     ("bad-attribute-two-values", _slice(devices=[_dev(0, attributes={
@@ -330,6 +336,8 @@ _SPEC_CASES = [
      "spec.devices.config", "Too many: 33: must have at most 32 items"),
     ("bad-config-request", None, {"config": [dict(_OPAQUE, requests=["foo", "!@#$%^"])]},
      "spec.devices.config[0].requests[1]", 'Invalid value: "!@#$%^"', LABEL_MSG),
+    ("request-without-name", [{"exactly": {"deviceClassName": "foo"}}], {},
+     "spec.devices.requests[0].name", 'Invalid value: ""', LABEL_MSG),
     ("duplicate-request", [{"name": "foo", "exactly": {"deviceClassName": "foo"}}] * 2, {},
      "spec.devices.requests[1]", 'Duplicate value: "foo"'),
     ("no-request-type", [{"name": "foo"}], {},
@@ -398,6 +406,14 @@ _STATUS_CASES = [
     ("invalid-reserved-for-too-large", _allocated(reservedFor=[
         {"resource": "pods", "name": f"foo-{i}", "uid": str(i)} for i in range(257)]),
      "status.reservedFor", "Too many: 257: must have at most 256 items"),
+    ("invalid-reserved-for-no-resource", _allocated(reservedFor=[{"name": "foo", "uid": "1"}]),
+     "status.reservedFor[0].resource", "Required value"),
+    ("invalid-reserved-for-no-uid", _allocated(reservedFor=[{"resource": "pods", "name": "foo"}]),
+     "status.reservedFor[0].uid", "Required value"),
+    ("result-without-driver", _allocated(_result(driver="")),
+     f"{_RESULTS}.driver", "Required value"),
+    ("result-without-device", _allocated(_result(device="")),
+     f"{_RESULTS}.device", 'Invalid value: ""', LABEL_MSG),
     ("invalid-reserved-for-duplicate", _allocated(reservedFor=[
         {"resource": "pods", "name": "foo", "uid": "1"}] * 2),
      "status.reservedFor[1]", 'Duplicate value: "1"'),
