@@ -374,7 +374,7 @@ def _pod(claims):
      'Invalid value: "Big_One"'),
     ([{"name": "gpu", "request": "a"}, {"name": "gpu", "request": "a"}],
      "spec.containers[0].resources.claims[1]", 'Duplicate value: "gpu/a"'),
-    ([{"name": "tpu"}], "spec.containers[0].resources.claims[0].name",
+    ([{"name": "tpu"}], "spec.containers[0].resources.claims[0]",
      'Not found: "tpu": must be one of the names in pod.spec.resourceClaims: gpu, nic'),
 ])
 def test_container_claims_follow_upstream(claims, field, words):
