@@ -104,6 +104,8 @@ def is_resource_v1(obj) -> bool:
     return version in (None, "", API_VERSION)
 
 
+_NOT_FALSE = "Invalid value: false: must be either unset or set to true"
+
 #: ResourceSliceMaxDevices (resource.k8s.io/v1)
 MAX_DEVICES_PER_SLICE = 128
 #: CELSelectorExpressionMaxLength: bytes of a selector's expression
@@ -530,21 +532,29 @@ def _device(ctx: ObjectContext, d, path: str, per_device: bool, strict: bool) ->
     all_nodes = ctx.boolean(d.get("allNodes"), f"{path}.allNodes")
     if node_name is not None:
         node_name = ctx.string(node_name, f"{path}.nodeName")
-        if not node_name:
-            ctx.fail(f"{path}.nodeName", 'Invalid value: "": must not be empty')
-    chosen = sum((node_name is not None, node_selector is not None, all_nodes))
-    if per_device and chosen != 1:
-        ctx.fail(
-            path,
-            "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when "
-            "`perDeviceNodeSelection` is set to true in the ResourceSlice spec",
-        )
-    if not per_device and chosen:
-        ctx.fail(
-            path,
-            "`nodeName`, `nodeSelector` and `allNodes` can only be set if "
-            "`perDeviceNodeSelection` is set to true in the ResourceSlice spec",
-        )
+    # upstream's order and words: the fields, then how many are set
+    if per_device:
+        chosen = []
+        if node_name is not None:
+            if not node_name:
+                ctx.fail(f"{path}.nodeName", 'Invalid value: "": must not be empty')
+            chosen.append("`nodeName`")
+        if node_selector is not None:
+            chosen.append("`nodeSelector`")
+        if d.get("allNodes") is not None:
+            if not all_nodes:
+                ctx.fail(f"{path}.allNodes", _NOT_FALSE)
+            chosen.append("`allNodes`")
+        rule = ("exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when "
+                "`perDeviceNodeSelection` is set to true in the ResourceSlice spec")
+        if not chosen:
+            ctx.fail(path, f"Required value: {rule}")
+        if len(chosen) > 1:
+            ctx.fail(path, f'Invalid value: "{{{", ".join(chosen)}}}": {rule}')
+    elif node_name is not None or node_selector is not None or d.get("allNodes") is not None:
+        ctx.fail(path, "Invalid value: null: `nodeName`, `nodeSelector` and `allNodes` can "
+                 "only be set if `perDeviceNodeSelection` is set to true in the "
+                 "ResourceSlice spec")
     if strict:
         check_device(ctx, d, path, per_device)
     return DeviceRecord(
@@ -608,14 +618,20 @@ def _parse_resource_slice(obj: dict, where: str | None, strict: bool) -> Resourc
     node_selector = _node_selector(ctx, spec.get("nodeSelector"), "spec.nodeSelector")
     all_nodes = ctx.boolean(spec.get("allNodes"), "spec.allNodes")
     per_device = ctx.boolean(spec.get("perDeviceNodeSelection"), "spec.perDeviceNodeSelection")
-    chosen = sum((node_name is not None, node_selector is not None, all_nodes, per_device))
-    if chosen != 1:
-        ctx.fail(
-            "spec",
-            "exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
-            "`perDeviceNodeSelection` is required" + (", but multiple fields are set"
-                                                      if chosen else ""),
-        )
+    chosen = [f"`{k}`" for k, v in (("nodeName", node_name), ("nodeSelector", node_selector))
+              if v is not None]
+    for key, value in (("allNodes", all_nodes), ("perDeviceNodeSelection", per_device)):
+        if spec.get(key) is not None:
+            if not value:
+                ctx.fail(f"spec.{key}", _NOT_FALSE)
+            chosen.append(f"`{key}`")
+    rule = ("exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` "
+            "is required")
+    if not chosen:
+        ctx.fail("spec", f"Required value: {rule}")
+    if len(chosen) > 1:
+        ctx.fail("spec", f'Invalid value: "{{{", ".join(chosen)}}}": {rule}, but multiple '
+                 "fields are set")
     raw_devices = ctx.list(spec.get("devices"), "spec.devices")
     if len(raw_devices) > MAX_DEVICES_PER_SLICE:
         ctx.fail(

@@ -239,11 +239,6 @@ def _check_key_names(ctx: ObjectContext, mapping: dict, path: str, rule) -> None
             ctx.fail(path, field_problem(key, errs))
 
 
-def _true_or_unset(ctx: ObjectContext, raw: dict, key: str, path: str) -> None:
-    if raw.get(key) is False:
-        ctx.fail(f"{path}.{key}", "Invalid value: false: must be either unset or set to true")
-
-
 # --------------------------------------------------------------------------
 # ResourceSlice
 
@@ -470,11 +465,6 @@ def check_device(ctx: ObjectContext, d: dict, path: str, per_device: bool) -> No
                    dns1123_subdomain_errors(d["nodeName"]))
         if d.get("nodeSelector") is not None:
             check_node_selector(ctx, d["nodeSelector"], f"{path}.nodeSelector", True)
-        _true_or_unset(ctx, d, "allNodes", path)
-    elif d.get("allNodes") is not None:
-        ctx.fail(path, "Invalid value: null: `nodeName`, `nodeSelector` and `allNodes` can "
-                 "only be set if `perDeviceNodeSelection` is set to true in the "
-                 "ResourceSlice spec")
     if d.get("bindingConditions") or d.get("bindingFailureConditions"):
         _check_binding_conditions(ctx, d, path)
 
@@ -482,10 +472,11 @@ def check_device(ctx: ObjectContext, d: dict, path: str, per_device: bool) -> No
 def check_slice(ctx: ObjectContext, spec: dict, devices) -> None:
     """``validateResourceSliceSpec`` but what the parser and
     :func:`check_device` check: the pool's name, the node's name, the node
-    selector (exactly one term), ``allNodes`` / ``perDeviceNodeSelection``
-    not false, devices or counter sets (not both), the lower device limit
-    when a device has taints, consumes counters or has a list attribute,
-    device names unique, the counter sets.  ``spec`` parsed already; ``devices`` its DeviceRecords."""
+    selector (exactly one term), devices or counter sets (not both), the
+    lower device limit when a device has taints, consumes counters or has a
+    list attribute, device names unique, the counter sets.  ``spec`` parsed
+    already (with the node selection's rules); ``devices`` its
+    DeviceRecords."""
     pool = spec["pool"]["name"]
     _check(ctx, "spec.pool.name", pool, pool_name_errors(pool))
     if spec.get("nodeName") is not None:
@@ -496,8 +487,6 @@ def check_slice(ctx: ObjectContext, spec: dict, devices) -> None:
         if len(terms) != 1:
             ctx.fail("spec.nodeSelector.nodeSelectorTerms", f"Invalid value: {len(terms)} "
                      "terms: must have exactly one node selector term")
-    _true_or_unset(ctx, spec, "allNodes", "spec")
-    _true_or_unset(ctx, spec, "perDeviceNodeSelection", "spec")
     if spec.get("sharedCounters") is not None and spec.get("devices") is not None:
         ctx.fail("spec", 'Invalid value: "": only one of `sharedCounters` or `devices` '
                  "is allowed")

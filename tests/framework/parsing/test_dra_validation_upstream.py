@@ -140,6 +140,25 @@ BAD_SLICES = [
         {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a b"]}]}]}),
      "spec.nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values[0]",
      'Invalid value: "a b": a valid label must be'),
+    ("bad-node-selection-all-nodes", _slice(allNodes=True),
+     "spec", 'Invalid value: "{`nodeName`, `allNodes`}": exactly one of `nodeName`, '
+     "`nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required, but multiple fields "
+     "are set"),
+    ("empty-node-selection", _slice(nodeName=None),
+     "spec", "Required value: exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
+     "`perDeviceNodeSelection` is required"),
+    ("all-nodes-false", _slice(allNodes=False), "spec.allNodes",
+     "Invalid value: false: must be either unset or set to true"),
+    ("device-node-selection-twice", _slice(nodeName=None, perDeviceNodeSelection=True,
+                                           devices=[_dev(0, nodeName="worker", allNodes=True)]),
+     "spec.devices[0]", 'Invalid value: "{`nodeName`, `allNodes`}": exactly one of `nodeName`, '
+     "`nodeSelector`, or `allNodes` is required when `perDeviceNodeSelection` is set to true"),
+    ("device-node-selection-missing", _slice(nodeName=None, perDeviceNodeSelection=True),
+     "spec.devices[0]", "Required value: exactly one of `nodeName`, `nodeSelector`, or "
+     "`allNodes` is required"),
+    ("device-node-name-without-per-device", _slice(devices=[_dev(0, nodeName="")]),
+     "spec.devices[0]", "Invalid value: null: `nodeName`, `nodeSelector` and `allNodes` can "
+     "only be set if `perDeviceNodeSelection` is set to true in the ResourceSlice spec"),
     ("bad-node-selection", _slice(nodeSelector={"nodeSelectorTerms": [{"matchFields": [
         {"key": "metadata.name", "operator": "In", "values": ["worker"]}]}]}),
      "spec", "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` "
