@@ -138,9 +138,9 @@ def _label(ctx: ObjectContext, value, path: str) -> str:
 
 
 def _given_name(ctx: ObjectContext, value, path: str) -> str:
-    """An allocation result's request or device: not empty (an invalid DNS
-    label, as upstream words it); its form is checked with the name rules
-    (upstream's plugin tests allocate requests and devices of any name)."""
+    """An allocation result's request or device, a subrequest's name: not
+    empty (an invalid DNS label, as upstream words it); its form is checked
+    with the API server's checks (upstream's Go tests name them freely)."""
     text = ctx.string(value, path)
     return text if text else _dns_label(ctx, text, path)
 
@@ -674,8 +674,9 @@ def _parse_resource_slice(obj: dict, where: str | None, strict: bool) -> Resourc
 
 def _exact(ctx: ObjectContext, value, path: str, sub: bool) -> ExactRequest:
     value = ctx.mapping(value, path)
-    # subrequest names are not checked: upstream's own tests use "subReq-0"
-    name = ctx.string(value.get("name"), f"{path}.name", required=True) if sub else ""
+    # a subrequest's name is held to the DNS-label rule with the API
+    # server's checks only: upstream's allocator tests use "subReq-0"
+    name = _given_name(ctx, value.get("name"), f"{path}.name") if sub else ""
     mode = ctx.string(value.get("allocationMode"), f"{path}.allocationMode") or "ExactCount"
     if mode not in ALLOCATION_MODES:
         ctx.fail(f"{path}.allocationMode", unsupported_value(mode, sorted(ALLOCATION_MODES)))

@@ -374,6 +374,9 @@ _SPEC_CASES = [
     ("duplicate-subrequest", [{"name": "foo", "firstAvailable": [
         {"name": "sub", "deviceClassName": "foo"}] * 2}], {},
      "spec.devices.requests[0].firstAvailable[1]", 'Duplicate value: "sub"'),
+    ("subrequest-without-name", [{"name": "foo", "firstAvailable": [
+        {"deviceClassName": "foo"}]}], {},
+     "spec.devices.requests[0].firstAvailable[0].name", 'Invalid value: ""', LABEL_MSG),
     ("bad-subrequest-name", [{"name": "foo", "firstAvailable": [
         {"name": "&^%$", "deviceClassName": "foo"}]}], {},
      "spec.devices.requests[0].firstAvailable[0].name", 'Invalid value: "&^%$"', LABEL_MSG),
