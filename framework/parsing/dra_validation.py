@@ -8,7 +8,10 @@ Each check fails on the first problem, a :class:`ManifestError` naming the
 object and the field, in upstream's words (``Too many: 129: must have at
 most 128 items``, ``Invalid value: "gpu-mem": ...``, ``Required value``).
 A bad map key (an attribute, capacity or counter name) is reported at the
-map's path with the key as the invalid value, as for labels.
+map's path with the part at fault as the invalid value (the domain or the
+identifier of a qualified name), a name past its length as ``Too long``; a
+repeated list entry at the entry (``spec.devices[1]: Duplicate value:
+"gpu-0"``), values quoted as Go quotes them.
 
 The limits are upstream's constants; the name of each is in its comment.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from fractions import Fraction
 
@@ -28,6 +32,7 @@ from .meta import (
     check_labels,
     dns1123_label_errors,
     dns1123_subdomain_errors,
+    duplicate_value,
     invalid_value,
     join_path,
     label_value_errors,
@@ -38,6 +43,9 @@ from .quantity import parse_quantity
 
 __all__ = [
     "driver_name_errors",
+    "field_problem",
+    "pool_name_errors",
+    "uid_errors",
     "device_attribute_name_errors",
     "check_device",
     "check_slice",
@@ -50,8 +58,9 @@ __all__ = [
 DRIVER_NAME_MAX_LENGTH = 63              # DriverNameMaxLength (= DeviceMaxDomainLength)
 DEVICE_ID_MAX_LENGTH = 32                # DeviceMaxIDLength
 POOL_NAME_MAX_LENGTH = 253               # PoolNameMaxLength
-MAX_DEVICES_WITH_TAINTS_OR_COUNTERS = 64  # ResourceSliceMaxDevicesWithTaintsOrConsumesCounters
+MAX_DEVICES_WITH_ADVANCED_FEATURES = 64  # ResourceSliceMaxDevicesWithAdvancedFeatures
 MAX_ATTRIBUTES_AND_CAPACITIES = 32       # ResourceSliceMaxAttributesAndCapacitiesPerDevice
+MAX_ATTRIBUTE_VALUES = 48                # ResourceSliceMaxAttributeValuesPerDevice
 ATTRIBUTE_VALUE_MAX_LENGTH = 64          # DeviceAttributeMaxValueLength
 TAINTS_MAX = 16                          # DeviceTaintsMaxLength
 TOLERATIONS_MAX = 16                     # DeviceTolerationsMaxLength
@@ -102,9 +111,29 @@ def _checked_list(ctx: ObjectContext, items, path: str, limit: int) -> list:
     return items
 
 
-def _check(ctx: ObjectContext, path: str, value: str, errs: list[str]) -> None:
+TOO_LONG = "Too long: "
+
+
+def field_problem(value: str, errs) -> str:
+    """The first of ``errs`` as field.Error's text: a "Too long: ..." entry
+    as it is; a ``(value, message)`` pair (a problem of a part of
+    ``value``, as the domain of a qualified name) for that part; else
+    ``Invalid value: "value": ...`` with the messages about that value."""
+    first = errs[0]
+    if isinstance(first, str) and first.startswith(TOO_LONG):
+        return first
+    shown = first[0] if isinstance(first, tuple) else value
+    msgs = []
+    for e in errs:
+        v, m = e if isinstance(e, tuple) else (value, e)
+        if v == shown and not m.startswith(TOO_LONG):
+            msgs.append(m)
+    return invalid_value(shown, msgs)
+
+
+def _check(ctx: ObjectContext, path: str, value: str, errs) -> None:
     if errs:
-        ctx.fail(path, invalid_value(value, errs))
+        ctx.fail(path, field_problem(value, errs))
 
 
 # --------------------------------------------------------------------------
@@ -117,58 +146,87 @@ def driver_name_errors(name: str) -> tuple[str, ...]:
     subdomain once lowercased."""
     errs = []
     if _nbytes(name) > DRIVER_NAME_MAX_LENGTH:
-        errs.append(f"must be no more than {DRIVER_NAME_MAX_LENGTH} characters")
+        errs.append(f"{TOO_LONG}may not be more than {DRIVER_NAME_MAX_LENGTH} bytes")
     return (*errs, *dns1123_subdomain_errors(name.lower()))
 
 
-def _c_identifier_errors(ident: str) -> list[str]:
-    errs = []
+def _c_identifier_errors(ident: str) -> list:
+    errs: list = []
     if _nbytes(ident) > DEVICE_ID_MAX_LENGTH:
-        errs.append(f"may not be more than {DEVICE_ID_MAX_LENGTH} bytes")
+        errs.append(f"{TOO_LONG}may not be more than {DEVICE_ID_MAX_LENGTH} bytes")
     if not _C_IDENTIFIER_RE.fullmatch(ident):
-        errs.append(_C_IDENTIFIER_MSG)
+        errs.append((ident, _C_IDENTIFIER_MSG))
     return errs
 
 
 @functools.lru_cache(maxsize=65536)
-def device_attribute_name_errors(name: str, fully: bool = False) -> tuple[str, ...]:
+def device_attribute_name_errors(name: str, fully: bool = False) -> tuple:
     """An attribute's or a capacity's name (``QualifiedName``): a C
     identifier of at most 32 bytes, optionally after a domain (a driver
     name) and a slash; ``fully``: the domain is required
-    (``FullyQualifiedName``, a constraint's attribute).  Cached: a cluster
-    repeats its names."""
+    (``FullyQualifiedName``, a constraint's attribute).  The problems as
+    :func:`field_problem` takes them, each naming the part it is about.
+    Cached: a cluster repeats its names."""
     parts = name.split("/")
     if len(parts) > 2:
-        return ("must not contain more than one slash",)
+        return ((name, "must not contain more than one slash"),)
     if len(parts) == 1:
         errs = _c_identifier_errors(name)
         if fully:
-            errs.append("a fully qualified name must be a domain and a name separated by a slash")
+            errs.append((name, "a fully qualified name must be a domain and a name "
+                               "separated by a slash"))
         return tuple(errs)
     domain, ident = parts
-    errs = ["the domain must not be empty"] if not domain else list(driver_name_errors(domain))
-    errs += ["the name must not be empty"] if not ident else _c_identifier_errors(ident)
+    errs = ([("", "the domain must not be empty")] if not domain
+            else [e if e.startswith(TOO_LONG) else (domain, e)
+                  for e in driver_name_errors(domain)])
+    errs += [("", "the name must not be empty")] if not ident else _c_identifier_errors(ident)
     return tuple(errs)
 
 
-def _pool_name_errors(name: str) -> list[str]:
+def pool_name_errors(name: str) -> list[str]:
     """``validatePoolName``: at most 253 bytes, DNS subdomains separated by
     slashes."""
     errs = []
     if _nbytes(name) > POOL_NAME_MAX_LENGTH:
-        errs.append(f"may not be more than {POOL_NAME_MAX_LENGTH} bytes")
+        errs.append(f"{TOO_LONG}may not be more than {POOL_NAME_MAX_LENGTH} bytes")
     for part in name.split("/"):
         errs += dns1123_subdomain_errors(part)
     return errs
 
 
 _UUID_RE = re.compile("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_HEX_UUID_RE = re.compile("[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-"
+                          "[0-9A-Fa-f]{12}")
 
 
-def _uid_errors(uid: str) -> list[str]:
-    """``validateUID``: a UUID in RFC 4122's normalized form."""
+def _uuid_syntax_error(uid: str) -> str | None:
+    """What google/uuid's ``Validate`` says of ``uid`` (None: a UUID in one
+    of the forms it reads: plain, ``urn:uuid:``, braced, 32 hex digits)."""
+    n = len(uid.encode("utf-8", "surrogatepass"))
+    if n == 36 + 9:
+        if uid[:9].lower() != "urn:uuid:":
+            return f"invalid urn prefix: {json.dumps(uid[:9], ensure_ascii=False)}"
+        uid = uid[9:]
+    elif n == 36 + 2:
+        if not (uid.startswith("{") and uid.endswith("}")):
+            return "invalid bracketed UUID format"
+        uid = uid[1:-1]
+    elif n == 32:
+        return None if re.fullmatch("[0-9A-Fa-f]{32}", uid) else "invalid UUID format"
+    elif n != 36:
+        return f"invalid UUID length: {n}"
+    return None if _HEX_UUID_RE.fullmatch(uid) else "invalid UUID format"
+
+
+def uid_errors(uid: str) -> list[str]:
+    """``validateUID``: a UUID in RFC 4122's normalized form (36 characters,
+    lowercase hexadecimal)."""
     if _UUID_RE.fullmatch(uid):
         return []
+    problem = _uuid_syntax_error(uid)
+    if problem is not None:
+        return [f"error validating uid: {problem}"]
     return ["uid must be in RFC 4122 normalized form, `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` "
             "with lowercase hexadecimal characters"]
 
@@ -178,12 +236,7 @@ def _check_key_names(ctx: ObjectContext, mapping: dict, path: str, rule) -> None
     for key in mapping:
         errs = rule(key)
         if errs:
-            ctx.fail(path, invalid_value(key, list(errs)))
-
-
-def _true_or_unset(ctx: ObjectContext, raw: dict, key: str, path: str) -> None:
-    if raw.get(key) is False:
-        ctx.fail(f"{path}.{key}", "Invalid value: false: must be either unset or set to true")
+            ctx.fail(path, field_problem(key, errs))
 
 
 # --------------------------------------------------------------------------
@@ -240,15 +293,20 @@ def _check_request_policy(ctx: ObjectContext, capacity: Fraction, policy: dict,
                 ctx.fail(f"{vpath}[{i + 1}]", invalid_value(
                     str(raw_values[i + 1]), ["values must be sorted in ascending order"]))
         _too_many(ctx, vpath, values, VALID_VALUES_MAX)
-        seen = set()
         for i, v in enumerate(values):
             if v > capacity:
                 ctx.fail(f"{vpath}[{i}]", invalid_value(
                     str(raw_values[i]), [f"option is larger than capacity value: {cap}"]))
-            if v in seen:
-                ctx.fail(f"{vpath}[{i}]", f"Duplicate value: {str(raw_values[i])!r}")
-            seen.add(v)
-        if default not in seen:
+        # upstream tells options apart by their integer value, rounded up
+        # (Quantity.Value(), DRAFractionalCapacityRange off): 5 and 5.0 are
+        # one option
+        seen = set()
+        for i, v in enumerate(values):
+            key = math.ceil(v)
+            if key in seen:
+                ctx.fail(f"{vpath}[{i}]", duplicate_value(str(key)))
+            seen.add(key)
+        if default not in values:
             ctx.fail(vpath, invalid_value(str(raw_default), [
                 "default value is not valid according to the requestPolicy"]))
         return
@@ -315,7 +373,7 @@ def _check_counter_sets(ctx: ObjectContext, items: list, path: str, name_key: st
         _check_counter_names(ctx, item.get("counters") or {}, f"{ipath}.counters",
                              counters_max)
         if name in seen:
-            ctx.fail(ipath, f"Duplicate value: {name!r}")
+            ctx.fail(ipath, duplicate_value(name))
         seen.add(name)
 
 
@@ -330,7 +388,7 @@ def _check_binding_conditions(ctx: ObjectContext, d: dict, path: str) -> None:
         for i, c in enumerate(items):
             _check(ctx, f"{fpath}[{i}]", c, qualified_name_errors(c))
             if c in seen:
-                ctx.fail(f"{fpath}[{i}]", f"Duplicate value: {c!r}")
+                ctx.fail(f"{fpath}[{i}]", duplicate_value(c))
             seen.add(c)
     for i, c in enumerate(failures):
         if c in conditions:
@@ -344,6 +402,26 @@ def _check_binding_conditions(ctx: ObjectContext, d: dict, path: str) -> None:
                  "bindingFailureConditions are required to use bindingConditions")
 
 
+_LIST_KINDS = ("bools", "ints", "strings", "versions")
+
+
+def _attribute_value_count(attributes: dict) -> int:
+    """Values of a device's attributes (``numEntriesDeviceAttribute``): one
+    a scalar (or an attribute without a list value), each item of its
+    lists for a list attribute.  Written for the common one-field scalar:
+    a device's shape pays about a microsecond."""
+    total = len(attributes)
+    for value in attributes.values():
+        if len(value) == 1:
+            for kind in value:
+                if kind in _LIST_KINDS:
+                    total += max(len(value[kind] or ()), 1) - 1
+        else:
+            items = sum(len(value.get(k) or ()) for k in _LIST_KINDS)
+            total += max(items, 1) - 1
+    return total
+
+
 def check_device(ctx: ObjectContext, d: dict, path: str, per_device: bool) -> None:
     """``validateDevice`` on device ``d`` (a mapping whose shape
     ``dra._device`` parsed), but its name (checked by the parser) and the
@@ -354,6 +432,10 @@ def check_device(ctx: ObjectContext, d: dict, path: str, per_device: bool) -> No
     if total > MAX_ATTRIBUTES_AND_CAPACITIES:
         ctx.fail(path, f"Invalid value: {total}: the total number of attributes and "
                  f"capacities must not exceed {MAX_ATTRIBUTES_AND_CAPACITIES}")
+    values = _attribute_value_count(attributes)
+    if values > MAX_ATTRIBUTE_VALUES:
+        ctx.fail(path, f"Invalid value: {values}: the total number of attribute values must "
+                 f"not exceed {MAX_ATTRIBUTE_VALUES}")
     _check_key_names(ctx, attributes, f"{path}.attributes", device_attribute_name_errors)
     base = f"{path}.attributes"
     for key, value in attributes.items():
@@ -382,12 +464,7 @@ def check_device(ctx: ObjectContext, d: dict, path: str, per_device: bool) -> No
             _check(ctx, f"{path}.nodeName", d["nodeName"],
                    dns1123_subdomain_errors(d["nodeName"]))
         if d.get("nodeSelector") is not None:
-            check_node_selector(ctx, d["nodeSelector"], f"{path}.nodeSelector")
-        _true_or_unset(ctx, d, "allNodes", path)
-    elif d.get("allNodes") is not None:
-        ctx.fail(path, "Invalid value: null: `nodeName`, `nodeSelector` and `allNodes` can "
-                 "only be set if `perDeviceNodeSelection` is set to true in the "
-                 "ResourceSlice spec")
+            check_node_selector(ctx, d["nodeSelector"], f"{path}.nodeSelector", True)
     if d.get("bindingConditions") or d.get("bindingFailureConditions"):
         _check_binding_conditions(ctx, d, path)
 
@@ -395,33 +472,35 @@ def check_device(ctx: ObjectContext, d: dict, path: str, per_device: bool) -> No
 def check_slice(ctx: ObjectContext, spec: dict, devices) -> None:
     """``validateResourceSliceSpec`` but what the parser and
     :func:`check_device` check: the pool's name, the node's name, the node
-    selector (exactly one term), ``allNodes`` / ``perDeviceNodeSelection``
-    not false, devices or counter sets (not both), the lower device limit
-    when a device has taints or consumes counters, device names unique, the
-    counter sets.  ``spec`` parsed already; ``devices`` its DeviceRecords."""
+    selector (exactly one term), devices or counter sets (not both), the
+    lower device limit when a device has taints, consumes counters or has a
+    list attribute, device names unique, the counter sets.  ``spec`` parsed
+    already (with the node selection's rules); ``devices`` its
+    DeviceRecords."""
     pool = spec["pool"]["name"]
-    _check(ctx, "spec.pool.name", pool, _pool_name_errors(pool))
+    _check(ctx, "spec.pool.name", pool, pool_name_errors(pool))
     if spec.get("nodeName") is not None:
         _check(ctx, "spec.nodeName", spec["nodeName"],
                dns1123_subdomain_errors(spec["nodeName"]))
     if spec.get("nodeSelector") is not None:
-        terms = check_node_selector(ctx, spec["nodeSelector"], "spec.nodeSelector")
+        terms = check_node_selector(ctx, spec["nodeSelector"], "spec.nodeSelector", True)
         if len(terms) != 1:
             ctx.fail("spec.nodeSelector.nodeSelectorTerms", f"Invalid value: {len(terms)} "
                      "terms: must have exactly one node selector term")
-    _true_or_unset(ctx, spec, "allNodes", "spec")
-    _true_or_unset(ctx, spec, "perDeviceNodeSelection", "spec")
     if spec.get("sharedCounters") is not None and spec.get("devices") is not None:
         ctx.fail("spec", 'Invalid value: "": only one of `sharedCounters` or `devices` '
                  "is allowed")
-    if len(devices) > MAX_DEVICES_WITH_TAINTS_OR_COUNTERS and any(
-            d.taints or d.consumes_counters for d in devices):
-        _too_many(ctx, "spec.devices", devices, MAX_DEVICES_WITH_TAINTS_OR_COUNTERS)
+    # the lower limit once a device has taints, consumes counters or has an
+    # attribute of list type
+    if len(devices) > MAX_DEVICES_WITH_ADVANCED_FEATURES and any(
+            d.taints or d.consumes_counters
+            or any(a.kind in _LIST_KINDS for a in d.attributes.values()) for d in devices):
+        _too_many(ctx, "spec.devices", devices, MAX_DEVICES_WITH_ADVANCED_FEATURES)
     if len({d.name for d in devices}) != len(devices):
         seen = set()
         for i, d in enumerate(devices):
             if d.name in seen:
-                ctx.fail(f"spec.devices[{i}].name", f"Duplicate value: {d.name!r}")
+                ctx.fail(f"spec.devices[{i}]", duplicate_value(d.name))
             seen.add(d.name)
     counter_sets = spec.get("sharedCounters") or []
     _too_many(ctx, "spec.sharedCounters", counter_sets, COUNTER_SETS_MAX)
@@ -501,8 +580,9 @@ def _check_tolerations(ctx: ObjectContext, tolerations, path: str) -> None:
 
 def _check_exact(ctx: ObjectContext, raw: dict, path: str) -> None:
     """An ``exactly`` request or a subrequest (its shape parsed already)."""
-    if raw.get("allocationMode") == "All" and raw.get("count") is not None:
-        ctx.fail(f"{path}.count", "must not be specified when allocationMode is 'All'")
+    if raw.get("allocationMode") == "All" and raw.get("count"):
+        ctx.fail(f"{path}.count", f"Invalid value: {raw['count']}: must not be specified when "
+                 "allocationMode is 'All'")
     cls = raw.get("deviceClassName")
     if not cls:
         ctx.fail(f"{path}.deviceClassName", "Required value")
@@ -535,7 +615,7 @@ def _check_request_refs(ctx: ObjectContext, names, path: str, known: dict) -> No
     for j, name in enumerate(names):
         _check_request_ref(ctx, name, f"{path}[{j}]", known)
         if name in seen:
-            ctx.fail(f"{path}[{j}]", f"Duplicate value: {name!r}")
+            ctx.fail(f"{path}[{j}]", duplicate_value(name))
         seen.add(name)
 
 
@@ -567,7 +647,7 @@ def check_claim_spec(ctx: ObjectContext, spec: dict, path: str) -> None:
             spath = f"{rpath}.firstAvailable[{j}]"
             _check(ctx, f"{spath}.name", sub["name"], dns1123_label_errors(sub["name"]))
             if sub["name"] in subs:
-                ctx.fail(f"{spath}.name", f"Duplicate value: {sub['name']!r}")
+                ctx.fail(spath, duplicate_value(sub["name"]))
             subs.add(sub["name"])
             _check_exact(ctx, sub, spath)
     known = _request_names(devices)
@@ -578,8 +658,10 @@ def check_claim_spec(ctx: ObjectContext, spec: dict, path: str) -> None:
         _check_request_refs(ctx, c.get("requests"), f"{cpath}.requests", known)
         key = "matchAttribute" if c.get("matchAttribute") is not None else "distinctAttribute"
         if c.get(key) is None:
-            ctx.fail(cpath, "Required value: exactly one of `matchAttribute` or "
-                     "`distinctAttribute` is required")
+            # upstream's words with DRAConsumableCapacity on (distinctAttribute
+            # is read here whatever the gates)
+            ctx.fail(cpath, 'Required value: exactly one of "matchAttribute" or '
+                     '"distinctAttribute" is required, but multiple fields are set')
         _check(ctx, f"{cpath}.{key}", c[key], list(device_attribute_name_errors(c[key], True)))
     configs = devices.get("config") or []
     _too_many(ctx, f"{dpath}.config", configs, CONFIG_MAX)
@@ -592,7 +674,8 @@ def check_claim_spec(ctx: ObjectContext, spec: dict, path: str) -> None:
 def check_claim_status(ctx: ObjectContext, spec: dict, status: dict) -> None:
     """A claim's status as the API server takes it: at most 32 allocation
     results, each naming a request of the claim, a driver, a pool and a
-    device by valid names (and a share by a normalized UUID: unchecked
+    device by valid names, with valid tolerations and binding conditions
+    (and a share by a normalized UUID: unchecked
     while ``NameRules.enforced`` is off, as for upstream's tests); at most 64
     configurations (the class's and the claim's), each naming requests of
     the claim, with their opaque parameters; a valid node selector; at most 256 consumers in ``reservedFor``, with
@@ -610,10 +693,13 @@ def check_claim_status(ctx: ObjectContext, spec: dict, status: dict) -> None:
             path = f"{rpath}[{i}]"
             _check_request_ref(ctx, r["request"], f"{path}.request", known)
             _check(ctx, f"{path}.driver", r["driver"], list(driver_name_errors(r["driver"])))
-            _check(ctx, f"{path}.pool", r["pool"], _pool_name_errors(r["pool"]))
+            _check(ctx, f"{path}.pool", r["pool"], pool_name_errors(r["pool"]))
             _check(ctx, f"{path}.device", r["device"], dns1123_label_errors(r["device"]))
+            if r.get("bindingConditions") or r.get("bindingFailureConditions"):
+                _check_binding_conditions(ctx, r, path)
+            _check_tolerations(ctx, r.get("tolerations"), f"{path}.tolerations")
             if r.get("shareID") is not None:
-                _check(ctx, f"{path}.shareID", r["shareID"], _uid_errors(r["shareID"]))
+                _check(ctx, f"{path}.shareID", r["shareID"], uid_errors(r["shareID"]))
         configs = (allocation.get("devices") or {}).get("config") or []
         _too_many(ctx, "status.allocation.devices.config", configs, 2 * CONFIG_MAX)
         for i, c in enumerate(configs):
@@ -622,13 +708,13 @@ def check_claim_status(ctx: ObjectContext, spec: dict, status: dict) -> None:
             _check_opaque(ctx, c, cpath)
         if allocation.get("nodeSelector") is not None:
             check_node_selector(ctx, allocation["nodeSelector"],
-                                "status.allocation.nodeSelector")
+                                "status.allocation.nodeSelector", True)
     reserved = status.get("reservedFor") or []
     _too_many(ctx, "status.reservedFor", reserved, RESERVED_FOR_MAX)
     uids = set()
     for i, ref in enumerate(reserved):
         if ref["uid"] in uids:
-            ctx.fail(f"status.reservedFor[{i}]", f"Duplicate value: {ref['uid']!r}")
+            ctx.fail(f"status.reservedFor[{i}]", duplicate_value(ref["uid"]))
         uids.add(ref["uid"])
     if reserved and allocation is None:
         ctx.fail("status.reservedFor", "Forbidden: may not be specified when `allocated` is "

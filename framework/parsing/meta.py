@@ -520,6 +520,10 @@ def _regex_error(msg: str, fmt: str, *examples: str) -> str:
     return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
 
 
+#: apimachinery's RegexError text, for other modules' formats.
+regex_error = _regex_error
+
+
 def _max_len_error(n: int) -> str:
     return f"must be no more than {n} characters"
 
@@ -661,6 +665,19 @@ def is_label_value(value) -> bool:
 def invalid_value(value, errs: list[str]) -> str:
     """field.Invalid's text: ``Invalid value: "v": problem[; problem]``."""
     return f"Invalid value: {json.dumps(value, ensure_ascii=False)}: " + "; ".join(errs)
+
+
+def duplicate_value(value) -> str:
+    """field.Duplicate's text: ``Duplicate value: "v"`` (Go's quoting)."""
+    return f"Duplicate value: {json.dumps(value, ensure_ascii=False)}"
+
+
+def unsupported_value(value, supported) -> str:
+    """field.NotSupported's text: ``Unsupported value: "v": supported
+    values: "a", "b"`` (``supported`` in the order upstream lists them)."""
+    shown = ", ".join(json.dumps(s, ensure_ascii=False) for s in supported)
+    return (f"Unsupported value: {json.dumps(value, ensure_ascii=False)}: "
+            f"supported values: {shown}")
 
 
 LABEL_SELECTOR_OPERATORS_MSG = "not a valid selector operator"

@@ -20,6 +20,7 @@ from .meta import (
     DNS1123_LABEL_FMT,
     ObjectContext,
     dns1123_subdomain_errors,
+    duplicate_value,
     invalid_value,
     join_path,
 )
@@ -60,12 +61,15 @@ def parse_pod_claims(ctx: ObjectContext, spec: dict) -> tuple[PodClaim, ...]:
     for i, raw in enumerate(ctx.list(spec.get("resourceClaims"), "spec.resourceClaims")):
         path = f"spec.resourceClaims[{i}]"
         raw = ctx.mapping(raw, path)
-        name = ctx.string(raw.get("name"), f"{path}.name", required=True)
+        # as upstream: required, then unique, then a DNS label
+        name = ctx.string(raw.get("name"), f"{path}.name")
+        if not name:
+            ctx.fail(f"{path}.name", "Required value")
+        if name in names:
+            ctx.fail(f"{path}.name", duplicate_value(name))
         errs = _label_errors(name)
         if errs:
             ctx.fail(f"{path}.name", invalid_value(name, errs))
-        if name in names:
-            ctx.fail(f"{path}.name", f"Duplicate value: {name!r}")
         names.add(name)
         claim = ctx.string(raw.get("resourceClaimName"), f"{path}.resourceClaimName")
         template = ctx.string(raw.get("resourceClaimTemplateName"),
@@ -97,7 +101,9 @@ def _container_claims(ctx: ObjectContext, c, path: str, names: set[str]) -> None
     for k, ref in enumerate(ctx.list(resources.get("claims"), f"{path}.resources.claims")):
         rpath = f"{path}.resources.claims[{k}]"
         ref = ctx.mapping(ref, rpath)
-        name = ctx.string(ref.get("name"), f"{rpath}.name", required=True)
+        name = ctx.string(ref.get("name"), f"{rpath}.name")
+        if not name:
+            ctx.fail(rpath, "Required value")
         request = ctx.string(ref.get("request"), f"{rpath}.request")
         key = name
         if request:
@@ -106,11 +112,11 @@ def _container_claims(ctx: ObjectContext, c, path: str, names: set[str]) -> None
                 ctx.fail(f"{rpath}.request", invalid_value(request, errs))
             key = f"{name}/{request}"
         if key in seen:
-            ctx.fail(rpath, f"Duplicate value: {key!r}")
+            ctx.fail(rpath, duplicate_value(key))
         seen.add(key)
         if name not in names:
             listed = ": " + ", ".join(sorted(names)) if names else " which is empty"
-            ctx.fail(f"{rpath}.name", f"Not found: {json.dumps(name)}: must be one of the "
+            ctx.fail(rpath, f"Not found: {json.dumps(name)}: must be one of the "
                      f"names in pod.spec.resourceClaims{listed}")
 
 

@@ -140,7 +140,8 @@ def _slice():
     "edit, field, words",
     [
         (lambda s: s["spec"].update(driver="Bad_Driver"), "spec.driver", "RFC 1123 subdomain"),
-        (lambda s: s["spec"].update(driver="d" * 64), "spec.driver", "no more than 63"),
+        (lambda s: s["spec"].update(driver="d" * 64), "spec.driver",
+         "Too long: may not be more than 63 bytes"),
         (
             lambda s: s["spec"]["devices"][0].update(name="GPU 0"),
             "spec.devices[0].name",
@@ -164,11 +165,11 @@ def test_names_follow_upstream_rules(edit, field, words):
 @pytest.mark.parametrize(
     "edit, field, words",
     [
-        (lambda s: s["spec"].pop("driver"), "spec.driver", "required"),
+        (lambda s: s["spec"].pop("driver"), "spec.driver", "Required value"),
         (
             lambda s: s["spec"]["pool"].pop("resourceSliceCount"),
             "spec.pool.resourceSliceCount",
-            "required",
+            "Invalid value: 0: must be greater than zero",
         ),
         (lambda s: s["spec"].update(allNodes=True), "spec", "exactly one of"),
         (
@@ -221,14 +222,14 @@ def _claim(requests):
     [
         ([{"name": "r"}], "spec.devices.requests[0]", "exactly one of"),
         (
-            [{"name": "r", "exactly": {"deviceClassName": "c"}, "firstAvailable": []}],
+            [{"name": "r", "firstAvailable": []}],
             "spec.devices.requests[0]",
             "exactly one of",
         ),
         (
             [{"name": "r", "exactly": {"deviceClassName": "c", "count": 0}}],
             "spec.devices.requests[0].exactly.count",
-            ">= 1",
+            "Invalid value: 0: must be greater than zero",
         ),
         (
             [{"name": "r", "exactly": {"deviceClassName": "c", "allocationMode": "Some"}}],
@@ -240,8 +241,8 @@ def _claim(requests):
                 {"name": "r", "exactly": {"deviceClassName": "c"}},
                 {"name": "r", "exactly": {"deviceClassName": "c"}},
             ],
-            "spec.devices.requests[1].name",
-            "Duplicate",
+            "spec.devices.requests[1]",
+            'Duplicate value: "r"',
         ),
         (
             [
@@ -253,7 +254,7 @@ def _claim(requests):
                 }
             ],
             "spec.devices.requests[0].firstAvailable",
-            "1 to 8",
+            "Too many: 9: must have at most 8 items",
         ),
     ],
 )
@@ -362,7 +363,7 @@ _SUBS = {"name": "b", "firstAvailable": [{"name": "big", "deviceClassName": "c"}
          "devices.requests[0].firstAvailable[0].count", "allocationMode is 'All'"),
         ([{"name": "b", "firstAvailable": [{"name": "s", "deviceClassName": "c"},
                                            {"name": "s", "deviceClassName": "c"}]}], (),
-         "devices.requests[0].firstAvailable[1].name", "Duplicate value: 's'"),
+         "devices.requests[0].firstAvailable[1]", 'Duplicate value: "s"'),
         ([{"name": "b", "firstAvailable": [{"name": "Big_One", "deviceClassName": "c"}]}], (),
          "devices.requests[0].firstAvailable[0].name", "Big_One"),
         ([_ONE, _SUBS], [{"requests": ["a", "nope"], "matchAttribute": "d.example/numa"}],
@@ -406,7 +407,7 @@ def test_a_device_named_twice_in_one_slice_is_refused_when_read_as_a_cluster():
     s["spec"]["devices"].append(copy.deepcopy(s["spec"]["devices"][0]))
     with pytest.raises(ManifestError) as err:
         parse_objects([s])
-    assert err.value.field == "spec.devices[1].name" and "Duplicate value: 'dev'" in str(err.value)
+    assert err.value.field == "spec.devices[1]" and 'Duplicate value: "dev"' in str(err.value)
     assert len(parse_resource_slice(s).devices) == 2       # the allocator's invalid pool
 
 

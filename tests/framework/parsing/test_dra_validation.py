@@ -118,7 +118,7 @@ SLICE_CASES = [
     (dict(devices=None, sharedCounters=[dict(_SHARED[0], name=f"c{i}") for i in range(9)]),
      "spec.sharedCounters", "Too many: 9: must have at most 8 items"),
     (dict(devices=None, sharedCounters=_SHARED * 2), "spec.sharedCounters[1]",
-     "Duplicate value: 'gpu-0-counters'"),
+     'Duplicate value: "gpu-0-counters"'),
     (dict(devices=None, sharedCounters=[{"name": "Bad_Set", "counters": {"m": {"value": 1}}}]),
      "spec.sharedCounters[0].name", "RFC 1123 label"),
     (dict(devices=None, sharedCounters=[{"name": "c", "counters": {}}]),
@@ -240,14 +240,15 @@ CLAIM_CASES = [
     ([_R], {"constraints": [{"matchAttribute": "gpu.example.com/numa"}] * 33},
      "spec.devices.constraints", "Too many: 33"),
     ([_R], {"constraints": [{"requests": ["gpu"]}]},
-     "spec.devices.constraints[0]", "exactly one of `matchAttribute` or `distinctAttribute`"),
+     "spec.devices.constraints[0]",
+     'exactly one of "matchAttribute" or "distinctAttribute" is required'),
     ([_R], {"constraints": [{"matchAttribute": "gpu.example.com/numa-node"}]},
      "spec.devices.constraints[0].matchAttribute", "C identifier"),
     ([_R], {"constraints": [{"matchAttribute": "numa"}]},
      "spec.devices.constraints[0].matchAttribute",
      "a fully qualified name must be a domain and a name separated by a slash"),
     ([_R], {"constraints": [{"requests": ["gpu", "gpu"], "matchAttribute": "a.example/n"}]},
-     "spec.devices.constraints[0].requests[1]", "Duplicate value: 'gpu'"),
+     "spec.devices.constraints[0].requests[1]", 'Duplicate value: "gpu"'),
     ([_R], {"constraints": [{"requests": ["gpu/a/b"], "matchAttribute": "a.example/n"}]},
      "spec.devices.constraints[0].requests[0]", "must be the name of a request in the claim"),
     ([_R], {"config": [{"requests": ["cpu"], "opaque": {"driver": "d.example",
@@ -306,7 +307,7 @@ _POD_REF = {"resource": "pods", "name": "p", "uid": "u1"}
      "status.allocation.devices.results[0].device", "RFC 1123 label"),
     (_allocated([dict(_RESULT, pool="Pool_1")]),
      "status.allocation.devices.results[0].pool", "RFC 1123 subdomain"),
-    (_allocated([dict(_RESULT, shareID="ABC")]),
+    (_allocated([dict(_RESULT, shareID="AC051FAC-2EAD-46D9-B8B4-4E0FBEB7455D")]),
      "status.allocation.devices.results[0].shareID", "RFC 4122 normalized form"),
     ({**_allocated([_RESULT]), "status": {"allocation": {"devices": {
         "results": [_RESULT], "config": [{"source": "FromClaim", "requests": ["tpu"], "opaque": {
@@ -315,7 +316,7 @@ _POD_REF = {"resource": "pods", "name": "p", "uid": "u1"}
     (_allocated(None, [_POD_REF]), "status.reservedFor",
      "Forbidden: may not be specified when `allocated` is not set"),
     (_allocated([_RESULT], [_POD_REF, dict(_POD_REF, name="q")]), "status.reservedFor[1]",
-     "Duplicate value: 'u1'"),
+     'Duplicate value: "u1"'),
 ])
 def test_bad_claim_status_is_refused(tmp_path, obj, field, words):
     err = _load_file(tmp_path, obj)
@@ -372,8 +373,8 @@ def _pod(claims):
     ([{"name": "gpu", "request": "Big_One"}], "spec.containers[0].resources.claims[0].request",
      'Invalid value: "Big_One"'),
     ([{"name": "gpu", "request": "a"}, {"name": "gpu", "request": "a"}],
-     "spec.containers[0].resources.claims[1]", "Duplicate value: 'gpu/a'"),
-    ([{"name": "tpu"}], "spec.containers[0].resources.claims[0].name",
+     "spec.containers[0].resources.claims[1]", 'Duplicate value: "gpu/a"'),
+    ([{"name": "tpu"}], "spec.containers[0].resources.claims[0]",
      'Not found: "tpu": must be one of the names in pod.spec.resourceClaims: gpu, nic'),
 ])
 def test_container_claims_follow_upstream(claims, field, words):

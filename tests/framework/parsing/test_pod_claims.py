@@ -45,7 +45,7 @@ def test_pod_without_claims_has_none():
     ([{"name": "gpu"}], "spec.resourceClaims[0]", "must specify one of"),
     ([{"name": "gpu", "resourceClaimName": "a", "resourceClaimTemplateName": "b"}],
      "spec.resourceClaims[0]", "at most one of"),
-    ([{"resourceClaimName": "a"}], "spec.resourceClaims[0].name", "required"),
+    ([{"resourceClaimName": "a"}], "spec.resourceClaims[0].name", "Required value"),
     ([{"name": "GPU", "resourceClaimName": "a"}], "spec.resourceClaims[0].name",
      "RFC 1123 label"),
     ([{"name": "a", "resourceClaimName": "a"}, {"name": "a", "resourceClaimName": "b"}],
@@ -70,7 +70,13 @@ def test_container_must_name_a_pod_claim():
                  containers=[{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}])
     with pytest.raises(ManifestError, match="which is empty") as e:
         parse_pod(empty)
-    assert e.value.field == "spec.containers[0].resources.claims[0].name"
+    # at the entry, as upstream's NotFound
+    assert e.value.field == "spec.containers[0].resources.claims[0]"
+    unnamed = _pod(containers=[{"name": "c", "resources": {"claims": [{"request": "a"}]}}])
+    with pytest.raises(ManifestError) as e:
+        parse_pod(unnamed)
+    assert e.value.field == "spec.containers[0].resources.claims[0]"
+    assert e.value.problem == "Required value"
     dup = _pod(initContainers=[{"name": "i", "resources": {"claims": [{"name": "gpu"},
                                                                        {"name": "gpu"}]}}])
     with pytest.raises(ManifestError, match="Duplicate value") as e:
