@@ -2,19 +2,24 @@
 estimator test cases (checker/cost_test.go, v0.26) that our CEL subset
 expresses, Kubernetes' DRA compiler's expected estimates
 (dynamic-resource-allocation/cel/compile_test.go), the limit at its edge,
-and the estimate bounding every evaluation on devices within the API's
-limits."""
+and a selector over the limit refused on load as upstream refuses it."""
 
 from __future__ import annotations
+
+import textwrap
 
 import pytest
 from celpy.evaluation import CELEvalError
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from tensorsched.framework.errors import ManifestError
+from tensorsched.framework.parsing.dra import parse_device_class
+from tensorsched.framework.state.cluster_state import ClusterState
 from tensorsched.framework.state.dra_cel import _activation, compile_selector
 from tensorsched.framework.state.dra_cel_estimate import (
     MAX_UINT64,
+    TOO_COMPLEX,
     CostEstimate,
     dra_max_cost,
     dra_size_of,
@@ -23,6 +28,7 @@ from tensorsched.framework.state.dra_cel_estimate import (
 )
 from tensorsched.framework.state.dra_cel_types import check_types
 from tensorsched.framework.state.dra_cel_values import COST_LIMIT
+from tensorsched.framework.state.dra_claims import ClaimState
 
 D = 'device.attributes["dra.example.com"]'
 C = 'device.capacity["dra.example.com"]'
@@ -244,6 +250,54 @@ def test_the_estimate_bounds_the_runtime_cost():
         actual = program.cost(_activation("dra.example.com", False, {"dra.example.com": attrs},
                                           {}))
         assert actual <= dra_max_cost(expr), expr
+
+
+def _class(expr: str) -> dict:
+    return {"metadata": {"name": "gpu"}, "spec": {"selectors": [
+        {"cel": {"expression": 'device.driver == "dra.example.com"'}},
+        {"cel": {"expression": expr}}]}}
+
+
+def test_a_selector_over_the_limit_is_refused_on_load_and_nothing_is_kept():
+    store = ClaimState.of(ClusterState())
+    with pytest.raises(ManifestError) as err:
+        store.load([parse_device_class(_class(_nested(7)))])
+    assert err.value.obj == "DeviceClass gpu"
+    assert err.value.field == "spec.selectors[1].cel.expression"
+    assert err.value.problem == TOO_COMPLEX == "Forbidden: too complex, exceeds cost limit"
+    assert not store.classes and not store.claims and not store.templates
+    store.load([parse_device_class(_class(_nested(5)))])
+    assert "gpu" in store.classes
+
+
+def test_the_cli_refuses_the_manifest_naming_file_object_and_field(tmp_path, capsys):
+    from tensorsched.cli import main
+
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(textwrap.dedent(f"""\
+        apiVersion: v1
+        kind: Node
+        metadata: {{name: n1}}
+        status: {{allocatable: {{cpu: '8', memory: 32Gi, pods: '110'}}}}
+        ---
+        apiVersion: resource.k8s.io/v1
+        kind: ResourceClaim
+        metadata: {{name: big, namespace: ml}}
+        spec:
+          devices:
+            requests:
+            - name: gpu
+              exactly:
+                deviceClassName: gpu
+                selectors:
+                - cel: {{expression: '{_nested(7)}'}}
+        """))
+    assert main(["schedule", "--cluster", str(cluster)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "cluster.yaml" in err[0] and "ResourceClaim ml/big" in err[0]
+    assert ("spec.devices.requests[0].exactly.selectors[0].cel.expression: "
+            "Forbidden: too complex, exceeds cost limit") in err[0]
 
 
 def test_unbounded_sizes_saturate():
