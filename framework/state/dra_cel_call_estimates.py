@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from .dra_cel_types import _element, _family
+from .dra_cel_types import element_type, type_family
 
 __all__ = ["LIST_CREATE", "MAP_CREATE", "MAX_UINT64", "ONE", "UNKNOWN", "ZERO", "TRAVERSAL",
            "Range", "add", "allocating", "factor", "function_cost", "mul", "size_or_unknown",
@@ -92,7 +92,7 @@ def function_cost(name: str, target, args: list, size_of) -> tuple:
         f = 2.0 if name == "sets.equivalent" else 1.0
         return add(factor(mul(sz(args[0]), sz(args[1])), f), ONE), None
     # cel-go's lists extension (version 3)
-    if target is not None and _family(target.type) in ("list", "dyn", "any"):
+    if target is not None and type_family(target.type) in ("list", "dyn", "any"):
         listed = _list_ext(name, target, args)
         if listed is not None:
             return listed
@@ -129,7 +129,7 @@ def _list_ext(name, target, args):
     if name == "distinct" and not args:
         return allocating(2.0, mul(sz, sz))
     if name == "sort" and not args:
-        weight = 2.0 + (TRAVERSAL if _element(target.type) in _STRINGY else 0.0)
+        weight = 2.0 + (TRAVERSAL if element_type(target.type) in _STRINGY else 0.0)
         return allocating(weight, mul(sz, sz))
     return None
 
@@ -137,9 +137,9 @@ def _list_ext(name, target, args):
 def _element_size(target, size_of) -> tuple:
     """Kubernetes' ``listElementNode``: (element type, its size) of a
     list, by the list's path; None when the type has no parameter."""
-    if _family(target.type) != "list":
+    if type_family(target.type) != "list":
         return None
-    element = _element(target.type)     # a bare ``list`` is cel-go's list(dyn)
+    element = element_type(target.type)     # a bare ``list`` is cel-go's list(dyn)
     path = target.path + ("@items",) if target.path else None
     size = size_of(path) if path else None
     return element, size if size is not None else UNKNOWN

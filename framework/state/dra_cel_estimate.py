@@ -65,7 +65,7 @@ from .dra_cel_call_estimates import (
     size_or_unknown,
     union,
 )
-from .dra_cel_types import _TypeChecker, _family
+from .dra_cel_types import TypeChecker, type_family
 from .dra_cel_values import COST_LIMIT, TWO_VARIABLE_MACROS
 
 __all__ = ["MAX_UINT64", "TOO_COMPLEX", "CostEstimate", "dra_max_cost", "dra_size_of",
@@ -197,7 +197,7 @@ class _Estimator:
     ``dra_cel.expand_binds`` marks them)."""
 
     def __init__(self, text: str, variables: dict, size_of):
-        self.checker = _TypeChecker(text)
+        self.checker = TypeChecker(text)
         self.variables = dict(variables)        # global name -> type
         self.size_of = size_of                  # path -> Range | None
 
@@ -358,9 +358,9 @@ class _Estimator:
             return self._finish(_Info(add(args, own), "bool"))
         if kind == "relation_in":
             candidates = []
-            if rhs.type in _DYNAMIC or _family(rhs.type) == "list":
+            if rhs.type in _DYNAMIC or type_family(rhs.type) == "list":
                 candidates.append(size_or_unknown(rhs))
-            if rhs.type in _DYNAMIC or _family(rhs.type) == "map":
+            if rhs.type in _DYNAMIC or type_family(rhs.type) == "map":
                 candidates.append(ONE)
             return self._finish(_Info(add(args, self._union_all(candidates)), "bool"))
         if kind == "addition_add":
@@ -380,7 +380,7 @@ class _Estimator:
     def _families(lhs: _Info, rhs: _Info) -> set:
         """The operands' statically known type families (the dynamic ones
         left out: the checker keeps every overload for those)."""
-        return {_family(lhs.type), _family(rhs.type)} - set(_DYNAMIC)
+        return {type_family(lhs.type), type_family(rhs.type)} - set(_DYNAMIC)
 
     def _equality(self, lhs: _Info, rhs: _Info) -> Range:
         """cel-go's ``==`` (and string / bytes ordering): a tenth of the
@@ -447,7 +447,7 @@ class _Estimator:
         operand = self.cost(node.children[0], scope)
         field = str(node.children[1])
         cost = operand.cost
-        family = _family(operand.type)
+        family = type_family(operand.type)
         if family == "map" or operand.type.startswith("kubernetes.DRADevice"):
             cost = add(cost, ONE)
         path = (operand.path or ()) + (field,)
@@ -464,7 +464,7 @@ class _Estimator:
         t = self._type(node, scope)
         if node.data != "member_index":
             return self._finish(_Info(cost, t))
-        family = _family(target.type)
+        family = type_family(target.type)
         sub = "@items" if family == "list" else "@values"
         path = (target.path or ()) + (sub,)
         own = target.entry[2] if target.entry is not None else None
@@ -522,9 +522,9 @@ class _Estimator:
         """cel-go's iteration variables: over a list its items (the index
         too with two variables), over a map its keys (and values)."""
         kind = target.entry[0] if target.entry is not None else (
-            "list" if _family(target.type) == "list" else "map"
-            if _family(target.type) == "map" else "dyn")
-        first_t, second_t = self.checker._range(None, target.type) \
+            "list" if type_family(target.type) == "list" else "map"
+            if type_family(target.type) == "map" else "dyn")
+        first_t, second_t = self.checker.range_types(None, target.type) \
             if target.type not in _DYNAMIC else ("dyn", "dyn")
         base = target.path or ()
         entry = target.entry
@@ -643,7 +643,8 @@ class _Estimator:
         return _Info(cost, self._type(node, scope), size=size_or_unknown(target))
 
 
-def estimate_cost(expression: str, variables: dict | None = None, size_of=dra_size_of) -> CostEstimate:
+def estimate_cost(expression: str, variables: dict | None = None,
+                  size_of=dra_size_of) -> CostEstimate:
     """cel-go's worst-case (and best-case) cost estimate of ``expression``
     as Kubernetes computes it: by default for a DRA selector (``device``
     declared, the DRA compiler's size bounds); ``variables`` (name -> type,
