@@ -46,7 +46,7 @@ from functools import lru_cache
 
 import lark
 
-from .dra_cel import CHAIN_RULES, expand_binds, ident_name, literal_value, parse_expression
+from .dra_cel import CHAIN_RULES, CelError, expand_binds, ident_name, literal_value, parse_expression
 from .dra_cel_syntax import BindExpr, BindRead
 from .dra_cel_call_estimates import (
     LIST_CREATE,
@@ -204,8 +204,15 @@ class _Estimator:
     # ----------------------------------------------------------- helpers
 
     def _type(self, node, scope: dict) -> str:
+        """``node``'s static type with the variables in scope.  The whole
+        expression type-checked already: a refusal here comes of typing a
+        part out of its context (the list of a ``format`` call, whose
+        entries may mix types) and means only that the type is dynamic."""
         bound = {**self.variables, **{k: v.type for k, v in scope.items()}}
-        return self.checker.type_of(node, bound)
+        try:
+            return self.checker.type_of(node, bound)
+        except CelError:
+            return "dyn"
 
     def _finish(self, info: _Info, own: Range | None = None, local: _Local | None = None) -> _Info:
         """Settle ``info.size`` in cel-go's order: a computed size, the
