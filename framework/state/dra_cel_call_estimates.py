@@ -252,8 +252,8 @@ def _builtin(name, target, args):
         own = factor(s, TRAVERSAL)
         if a.type == source:
             return own, size
-        if a.type in _DYNAMIC:
-            return union(own, ONE), None
+        if a.type in _DYNAMIC:      # every conversion's overload: the union
+            return union(own, ONE), size
         return ONE, None
     if name == "strings.quote" and len(args) == 1:
         s = sz(args[0])

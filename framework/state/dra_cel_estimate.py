@@ -176,6 +176,8 @@ _SCALARS = ("bool", "int", "uint", "double", "timestamp", "duration",
             "google.protobuf.Timestamp", "google.protobuf.Duration")
 _STRINGY = ("string", "bytes")
 _DYNAMIC = ("dyn", "any")
+#: the type conversions, each a function of its result type's name
+_CONVERSIONS = ("int", "uint", "double", "string", "bytes", "bool")
 _ORDERINGS = {"relation_lt", "relation_le", "relation_gt", "relation_ge"}
 #: one-variable comprehension macros and their argument counts
 _MACROS = {"all": (2,), "exists": (2,), "exists_one": (2,), "map": (2, 3), "filter": (2,)}
@@ -491,6 +493,8 @@ class _Estimator:
             return _Info(self.cost(operand, scope).cost, "bool", size=ONE)
         args = [self.cost(a, scope) for a in arg_nodes]
         t = self._type(node, scope)
+        if name in _CONVERSIONS and len(args) == 1:
+            t = name            # the checker leaves conversions untyped; cel-go does not
         if name == "dyn" and len(args) == 1:
             a = args[0]
             return _Info(add(a.cost, ONE), t, size=a.size, entry=a.entry)

@@ -203,6 +203,11 @@ def test_kubernetes_dra_estimates(expr, want):
     ('cidr("10.0.0.0/8").containsIP(ip("10.1.1.1"))', 6),
     ("[1, 2, 3].sortBy(x, -x)[0] == 3", 106),
     ("lists.range(3).size() == 3", 16),
+    # a conversion's result has its type's size: two ints compare for 1
+    (f"int({D}.a) == int({D}.b)", 4 + 1 + 4 + 1 + 1),
+    # of a dynamic value, every conversion's overload: bytes' a tenth of the
+    # 64-character bound at most, the others 1
+    (f'string({D}.a) == "x"', 4 + 7 + 1),
     (f"lists.range({D}.n).size() == 3", None),
 ])
 def test_library_estimates(expr, want):
