@@ -24,8 +24,9 @@ The rules, in cel-go's words where they are cel-go's:
   built-ins (``==`` / ``!=`` and string ordering: a tenth of the smaller
   operand's size, at least 1 when that is not zero; string ``+`` a tenth
   of the sum; ``in`` a list its size; ``matches`` / ``contains`` /
-  ``startsWith`` ...), else 1.  With dynamic operands every overload the
-  checker keeps counts: the union of their estimates;
+  ``startsWith`` ...), else 1 (``dra_cel_call_estimates``).  With dynamic
+  operands every overload the checker keeps counts: the union of their
+  estimates;
 - a comprehension as cel-go's macro expansion is estimated: its range,
   accumulator init and result once, the loop condition plus step times the
   range's size; ``cel.bind`` an empty range (10), its init and its body.
@@ -36,27 +37,36 @@ one; else what the size estimator tells from the value's path through
 attributes at most 32 entries, ...); else 1 for a scalar type (bool, int,
 uint, double); else unknown, 0 to 2**64 - 1 (so that ``==`` between two
 values of unknown size, e.g. two quantities, is priced at about 1.8e18).
+
+Types are ``dra_cel_types``' (its checker infers what the API's
+declarations make statically known); where it leaves a value dynamic that
+cel-go's checker types, the estimate takes the union over the overloads a
+dynamic value admits, whose max is never smaller.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 
 import lark
 
-from .dra_cel import CHAIN_RULES, CelError, expand_binds, ident_name, literal_value, parse_expression
-from .dra_cel_syntax import BindExpr, BindRead
+from .dra_cel import (
+    CHAIN_RULES,
+    CelError,
+    expand_binds,
+    ident_name,
+    literal_value,
+    parse_expression,
+)
 from .dra_cel_call_estimates import (
     LIST_CREATE,
     MAP_CREATE,
     MAX_UINT64,
     ONE,
     TRAVERSAL,
-    Range,
-    UNKNOWN,
     ZERO,
+    Range,
     add,
     allocating,
     factor,
@@ -65,6 +75,7 @@ from .dra_cel_call_estimates import (
     size_or_unknown,
     union,
 )
+from .dra_cel_syntax import BindExpr, BindRead
 from .dra_cel_types import TypeChecker, type_family
 from .dra_cel_values import COST_LIMIT, TWO_VARIABLE_MACROS
 
