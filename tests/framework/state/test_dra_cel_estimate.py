@@ -152,6 +152,7 @@ def test_cel_go_estimates(expr, variables, hints, want):
     (f"{D}.names.size() == 2", 6),
     (f"1 in {D}.names", 4 + 64),
     (f'{D}.name.isGreaterThan(semver("0.0.1"))', 6),
+    (f'{D}.name.isGreaterThan(semver("v0.0.1", true)) && isSemver("v1.0.0", true)', 7),
     (f'{C}.name.isGreaterThan(quantity("1Ki"))', 6),
     (f'"name" in {C} && {C}.name.isGreaterThan(quantity("1Ki"))', 10),
     (f'!("name" in {C}) || {C}.name.isGreaterThan(quantity("1Ki"))', 11),
