@@ -303,6 +303,39 @@ def test_a_selector_over_the_limit_is_refused_on_load_and_nothing_is_kept():
     assert "gpu" in store.classes
 
 
+@pytest.mark.parametrize("which, label, field", [
+    ("class", "DeviceClass gpu", "spec.selectors[0].cel.expression"),
+    ("template", "ResourceClaimTemplate ml/one", "spec.spec.devices.requests[0].exactly"
+                                                 ".selectors[0].cel.expression"),
+    ("claim", "ResourceClaim ml/c", "spec.devices.requests[0].firstAvailable[0]"
+                                    ".selectors[0].cel.expression"),
+])
+def test_every_kind_with_selectors_is_checked(which, label, field):
+    """DeviceClasses, templates and claims (a subrequest's selectors too):
+    the first over the limit refused, nothing of the batch kept."""
+    from tensorsched.framework.parsing.dra import (
+        parse_resource_claim,
+        parse_resource_claim_template,
+    )
+
+    def sel(on):
+        return [{"cel": {"expression": _nested(7) if on else _nested(5)}}]
+
+    cls = {"metadata": {"name": "gpu"}, "spec": {"selectors": sel(which == "class")}}
+    template = {"metadata": {"name": "one", "namespace": "ml"}, "spec": {"spec": {
+        "devices": {"requests": [{"name": "a", "exactly": {
+            "deviceClassName": "gpu", "selectors": sel(which == "template")}}]}}}}
+    claim = {"metadata": {"name": "c", "namespace": "ml"}, "spec": {
+        "devices": {"requests": [{"name": "a", "firstAvailable": [
+            {"name": "x", "deviceClassName": "gpu", "selectors": sel(which == "claim")}]}]}}}
+    store = ClaimState.of(ClusterState())
+    with pytest.raises(ManifestError) as err:
+        store.load([parse_device_class(cls)], [], [parse_resource_claim_template(template)],
+                   [parse_resource_claim(claim)])
+    assert (err.value.obj, err.value.field, err.value.problem) == (label, field, TOO_COMPLEX)
+    assert not store.classes and not store.templates and not store.claims
+
+
 def test_the_cli_refuses_the_manifest_naming_file_object_and_field(tmp_path, capsys):
     from tensorsched.cli import main
 
