@@ -260,12 +260,11 @@ def _builtin(name, target, args):
         return factor(s, TRAVERSAL), (s[0] + 2, min(s[1] * 2 + 2, MAX_UINT64))
     if name in ("startsWith", "endsWith") and target is not None and len(args) == 1:
         return factor(sz(args[0]), TRAVERSAL), None
-    if name == "matches":
-        text, pattern = (target, args[0]) if target is not None and len(args) == 1 else \
-            (args[0], args[1]) if len(args) == 2 else (None, None)
-        if text is not None:
-            cost = factor(add(sz(text), ONE), TRAVERSAL)
-            return mul(cost, factor(sz(pattern), _REGEX)), None
+    if name == "matches" and target is not None and len(args) == 1:
+        # the method only: the global ``matches(s, re)`` is another overload,
+        # which cel-go's estimator leaves at 1
+        cost = factor(add(sz(target), ONE), TRAVERSAL)
+        return mul(cost, factor(sz(args[0]), _REGEX)), None
     if name == "contains" and target is not None and len(args) == 1:
         return mul(factor(sz(target), TRAVERSAL), factor(sz(args[0]), TRAVERSAL)), None
     return ONE, None

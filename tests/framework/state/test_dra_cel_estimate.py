@@ -60,6 +60,8 @@ NESTED_MAP = "map(string, map(string, dyn))"
     ("[1, 2, 3].all(x, true)", {}, {}, (20, 20)),
     ("input.matches('[0-9]')", {"input": "string"}, {"input": 500}, (3, 103)),
     ("'123'.matches('[0-9]')", {}, {}, (2, 2)),
+    # the global form is another overload, which the estimator leaves at 1
+    ("matches(input, '[0-9]')", {"input": "string"}, {"input": 500}, (2, 2)),
     ("true || false", {}, {}, (0, 0)),
     ("a || b || c || d", dict.fromkeys("abcd", "bool"), {}, (1, 4)),
     ("true && false", {}, {}, (0, 0)),
