@@ -68,11 +68,11 @@ from .dra_cel_call_estimates import (
     ZERO,
     Range,
     add,
-    allocating,
     factor,
     function_cost,
     mul,
     size_or_unknown,
+    sort_cost,
     union,
 )
 from .dra_cel_syntax import BindExpr, BindRead
@@ -185,7 +185,6 @@ class _Local:
 
 _SCALARS = ("bool", "int", "uint", "double", "timestamp", "duration",
             "google.protobuf.Timestamp", "google.protobuf.Duration")
-_STRINGY = ("string", "bytes")
 _DYNAMIC = ("dyn", "any")
 #: the type conversions, each a function of its result type's name
 _CONVERSIONS = ("int", "uint", "double", "string", "bytes", "bool")
@@ -659,8 +658,7 @@ class _Estimator:
         keys = self._loop(read, ((LIST_CREATE,) * 2, "list"), ZERO,
                           add((12, 12), key.cost), ONE, f"list({key.type})")
         n = size_or_unknown(keys)
-        weight = 2.0 + (TRAVERSAL if key.type in _STRINGY else 0.0)
-        sort, _ = allocating(weight, mul(n, n))
+        sort, _ = sort_cost(key.type, n)
         cost = add(add(add((LIST_CREATE,) * 2, target.cost), add(ONE, keys.cost)), sort)
         return _Info(cost, self._type(node, scope), size=size_or_unknown(target))
 

@@ -6,6 +6,7 @@ and a selector over the limit refused on load as upstream refuses it."""
 
 from __future__ import annotations
 
+import math
 import textwrap
 
 import pytest
@@ -206,6 +207,11 @@ def test_kubernetes_dra_estimates(expr, want):
     ('cidr("10.0.0.0/8").containsIP(ip("10.1.1.1"))', 6),
     ("[1, 2, 3].sortBy(x, -x)[0] == 3", 106),
     ("lists.range(3).size() == 3", 16),
+    # sort: n^2 comparisons at 2 each (2.1 for strings; a dynamic element
+    # type may be either), 1 for the call, 10 for the list
+    ("[3, 1].sort()[0] == 1", 10 + 4 * 2 + 11 + 1 + 1),
+    ('["b", "a"].sort()[0] == "a"', 10 + math.ceil(4 * 2.1) + 11 + 1 + 1),
+    (f"[{D}.a, {D}.b].sort().size() == 2", 10 + 8 + math.ceil(4 * 2.1) + 11 + 1 + 1),
     # a conversion's result has its type's size: two ints compare for 1
     (f"int({D}.a) == int({D}.b)", 4 + 1 + 4 + 1 + 1),
     # of a dynamic value, every conversion's overload: bytes' a tenth of the
