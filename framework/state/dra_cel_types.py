@@ -32,7 +32,7 @@ from .dra_cel_format import CLAUSE_TYPES, clause_error, parse_clauses
 from .dra_cel_lists import SET_FUNCTIONS
 from .dra_cel_named_formats import FORMAT_NAMES, FORMAT_TYPE
 
-__all__ = ["check_types"]
+__all__ = ["TypeChecker", "check_types", "element_type", "type_family"]
 
 
 #: what this checker cannot type (cel-go's ``dyn``, or a type it does not
@@ -147,13 +147,13 @@ _ARITHMETIC = {
 _ORDERED = ("int", "uint", "double", "string", "bytes", "bool", "timestamp", "duration")
 
 
-def _family(t: str) -> str:
+def type_family(t: str) -> str:
     """A type's kind for overload matching: every map is a map, every list
     a list, every optional an optional."""
     return t.split("(", 1)[0] if t.startswith(("map(", "list(", "optional_type(")) else t
 
 
-def _element(t: str) -> str:
+def element_type(t: str) -> str:
     """The element type of ``list(T)``, else dyn."""
     return t[5:-1] if t.startswith("list(") else _DYN
 
@@ -200,7 +200,7 @@ def _alike(a: str, b: str) -> bool:
     (dyn, this checker's unknown, is alike to anything)."""
     if a == b or _is_dyn(a) or _is_dyn(b):
         return True
-    if _family(a) != _family(b) or "(" not in a or "(" not in b:
+    if type_family(a) != type_family(b) or "(" not in a or "(" not in b:
         return False
     pa, pb = _params(a), _params(b)
     return len(pa) == len(pb) and all(_alike(x, y) for x, y in zip(pa, pb))
@@ -212,7 +212,7 @@ def _equivalent(a: str, b: str) -> bool:
     a type of its own here (only this checker's unknown is alike to all)."""
     if a == b or _DYN in (a, b):
         return True
-    if _family(a) != _family(b) or "(" not in a or "(" not in b:
+    if type_family(a) != type_family(b) or "(" not in a or "(" not in b:
         return False
     pa, pb = _params(a), _params(b)
     return len(pa) == len(pb) and all(_equivalent(x, y) for x, y in zip(pa, pb))
@@ -231,7 +231,7 @@ def _type_string(t: str) -> str:
 
 
 def _fits(actual: str, expected: str) -> bool:
-    return _is_dyn(actual) or _is_dyn(expected) or _family(actual) == _family(expected)
+    return _is_dyn(actual) or _is_dyn(expected) or type_family(actual) == type_family(expected)
 
 
 #: cel-go's lists extension: method -> the argument counts it takes
@@ -244,7 +244,7 @@ _CONDITION_MACROS = {"all": "_&&_", "exists": "_||_", "exists_one": "_?_:_",
                      "filter": "_?_:_"}
 
 
-class _TypeChecker:
+class TypeChecker:
     """Infers static types over cel-python's parse tree of ``text``; raises
     CelError with cel-go's wording where no overload accepts the operands.
     ``bound`` maps the variables in scope (macro variables) to their types."""
@@ -351,7 +351,7 @@ class _TypeChecker:
         if target == _DEVICE:
             return {"driver": "string", "allowMultipleAllocations": "bool",
                     "attributes": _ATTRS, "capacity": _CAPS}.get(field, _DYN)
-        if _family(target) == "map":
+        if type_family(target) == "map":
             return _map_value(target)
         if not _is_dyn(target):
             self._error(self._position(node),
@@ -359,7 +359,7 @@ class _TypeChecker:
         return _DYN
 
     def _index(self, node, target: str, key: str) -> str:
-        family = _family(target)
+        family = type_family(target)
         if family == "map":
             params = _params(target)
             if params and not _alike(params[0], key):
@@ -368,7 +368,7 @@ class _TypeChecker:
         if family == "list":
             if not _fits(key, "int"):
                 self._refuse(self._operator_pos(node.children[0], "["), "_[_]", (target, key))
-            return _element(target)
+            return element_type(target)
         if not _is_dyn(target) and target != _DEVICE:
             self._refuse(self._operator_pos(node.children[0], "["), "_[_]", (target, key))
         return _DYN
@@ -470,7 +470,7 @@ class _TypeChecker:
         """Whether ``element`` suits ``clause`` (lists and maps for ``%s``
         element by element), as cel-go's format validator asks."""
         t = self._entry_type(element, bound, exempt=True)
-        family = _family(t)
+        family = type_family(t)
         allowed = CLAUSE_TYPES[clause]
         if t != _DYN and family not in allowed:
             given = {"any": "google.protobuf.Any"}.get(family, family)
@@ -504,14 +504,14 @@ class _TypeChecker:
             # locates it at its ``(``
             pos = self.text.find("(", pos)
         result = self._resolve(pos, name, args, None, [(None, a, r) for a, r in overloads])
-        if name in SET_FUNCTIONS and not _alike(_element(args[0]), _element(args[1])):
+        if name in SET_FUNCTIONS and not _alike(element_type(args[0]), element_type(args[1])):
             # list(T), list(T): one element type for both
             self._refuse(pos, name, args)
         return result
 
     def _unwrap_list(self, pos, name, t, receiver) -> str:
-        element, optional = _unwrap_optional(_element(t))
-        if not _is_dyn(t) and (_family(t) != "list" or not (optional or _is_dyn(element))):
+        element, optional = _unwrap_optional(element_type(t))
+        if not _is_dyn(t) and (type_family(t) != "list" or not (optional or _is_dyn(element))):
             if receiver is None:
                 self._refuse(pos, name, (t,))
             self._refuse(pos, name, (), t)
@@ -532,13 +532,13 @@ class _TypeChecker:
             if _unwrap_optional(body)[1] or _is_dyn(body):
                 return body if not _is_dyn(body) else _optional_of(_DYN)
             self._refuse(pos, "_?_:_", ("bool", body, _optional_of(_DYN)))
-        element = self._range(target_node, target)[1 if _family(target) == "list" else 0]
+        element = self.range_types(target_node, target)[1 if type_family(target) == "list" else 0]
         body = self.type_of(args[1], {**bound, var: element})
         if method == "sortBy":
             # the keys: one comparable type (cel-go's @sortByAssociatedKeys)
-            if _family(target) == "map" or (not _is_dyn(body) and body not in _ORDERED):
+            if type_family(target) == "map" or (not _is_dyn(body) and body not in _ORDERED):
                 self._refuse(pos, "@sortByAssociatedKeys", (f"list({body})",), target)
-            return target if _family(target) == "list" else f"list({_DYN})"
+            return target if type_family(target) == "list" else f"list({_DYN})"
         op = _CONDITION_MACROS.get(method)
         if op is not None and not _fits(body, "bool"):
             if op == "_?_:_":
@@ -551,13 +551,13 @@ class _TypeChecker:
             return f"list({element})"
         return "bool"
 
-    def _range(self, target_node, target: str) -> tuple[str, str]:
+    def range_types(self, target_node, target: str) -> tuple[str, str]:
         """A comprehension range's two variables' types: (int, T) over
         ``list(T)``, (K, V) over ``map(K, V)``, dyn over a dynamic value;
         cel-go's error over anything else."""
-        family = _family(target)
+        family = type_family(target)
         if family == "list":
-            return "int", _element(target)
+            return "int", element_type(target)
         if family == "map":
             params = _params(target) if target.startswith("map(") else []
             return tuple(params) if len(params) == 2 else (_DYN, _DYN)
@@ -572,7 +572,7 @@ class _TypeChecker:
         a predicate or filter bool, the transforms' result types."""
         target_node, args = node.children[0], node.children[2].children
         target = self.type_of(target_node, bound)
-        first, second = self._range(target_node, target)
+        first, second = self.range_types(target_node, target)
         scope = {**bound, ident_name(args[0]): first, ident_name(args[1]): second}
         bodies = [self.type_of(a, scope) for a in args[2:]]
         pos = self._position(node)
@@ -590,7 +590,7 @@ class _TypeChecker:
         elif method == "transformMap":
             out = f"map({first}, {result})"
         else:
-            if not (_is_dyn(result) or _family(result) == "map"):
+            if not (_is_dyn(result) or type_family(result) == "map"):
                 self._refuse(pos, "cel.@mapInsert", (f"map({_DYN}, {_DYN})", result))
             out = result if result.startswith("map(") else f"map({_DYN}, {_DYN})"
         if keep and not _fits(keep[0], "bool"):
@@ -605,15 +605,15 @@ class _TypeChecker:
             op = RELATIONS[kind]
             pos = self._operator_pos(lhs, op)
             if op == "in":
-                e = _element(b)
-                if (not _is_dyn(b) and _family(b) not in ("list", "map")) or (
+                e = element_type(b)
+                if (not _is_dyn(b) and type_family(b) not in ("list", "map")) or (
                         not _is_dyn(a) and not _is_dyn(e) and a != e
                         and not (a in _NUMERIC and e in _NUMERIC)):
                     self._refuse(pos, "@in", (a, b))
                 return "bool"
             if op in ("==", "!="):
                 if (not _is_dyn(a) and not _is_dyn(b) and "null_type" not in (a, b)
-                        and _family(a) != _family(b)
+                        and type_family(a) != type_family(b)
                         and not (a in _NUMERIC and b in _NUMERIC)):
                     self._refuse(pos, f"_{op}_", (a, b))
                 return "bool"
@@ -626,8 +626,8 @@ class _TypeChecker:
         name, allowed = _ARITHMETIC[kind]
         pos = self._operator_pos(lhs, name[1])
         known = [t for t in (a, b) if not _is_dyn(t)]
-        if any(_family(t) not in allowed for t in known) or (
-                len(known) == 2 and _family(a) != _family(b)):
+        if any(type_family(t) not in allowed for t in known) or (
+                len(known) == 2 and type_family(a) != type_family(b)):
             self._refuse(pos, name, (a, b))
         return known[0] if known else _DYN
 
@@ -646,8 +646,8 @@ class _TypeChecker:
         if method in _OPTIONAL_METHODS and len(args) == _OPTIONAL_METHODS[method]:
             return self._optional_method(pos, method, receiver, args)
         if method in ("first", "last") and not args and (
-                _family(receiver) == "list" or _is_dyn(receiver)):
-            return _optional_of(_element(receiver))
+                type_family(receiver) == "list" or _is_dyn(receiver)):
+            return _optional_of(element_type(receiver))
         if method == "unwrapOpt" and not args:
             return self._unwrap_list(pos, method, receiver, receiver)
         if method in _LIST_EXT_ARGS and len(args) in _LIST_EXT_ARGS[method]:
@@ -655,8 +655,8 @@ class _TypeChecker:
         if method in ("sum", "min", "max") and not args:
             # the lists library: a list's element type (numbers for sum)
             allowed = _NUMERIC if method == "sum" else _ORDERED
-            element = _element(receiver)
-            if not (_is_dyn(receiver) or _family(receiver) == "list"
+            element = element_type(receiver)
+            if not (_is_dyn(receiver) or type_family(receiver) == "list"
                     and (_is_dyn(element) or element in allowed)):
                 self._refuse(pos, method, args, receiver)
             return element
@@ -669,19 +669,19 @@ class _TypeChecker:
         """cel-go's lists extension: ``slice(int, int)``, ``flatten()`` /
         ``flatten(int)``, ``reverse()``, ``distinct()``, ``sort()`` (of a
         comparable element type) on a list."""
-        element = _element(receiver)
-        if not (_is_dyn(receiver) or _family(receiver) == "list") \
+        element = element_type(receiver)
+        if not (_is_dyn(receiver) or type_family(receiver) == "list") \
                 or any(not _fits(a, "int") for a in args) \
                 or (method == "sort" and not _is_dyn(element) and element not in _ORDERED):
             self._refuse(pos, method, args, receiver)
         if method == "flatten":
             if args:
                 return f"list({_DYN})"
-            inner = _element(element) if _family(element) == "list" else _DYN
-            if not (_is_dyn(element) or _family(element) == "list"):
+            inner = element_type(element) if type_family(element) == "list" else _DYN
+            if not (_is_dyn(element) or type_family(element) == "list"):
                 self._refuse(pos, method, args, receiver)
             return f"list({inner})"
-        return receiver if _family(receiver) == "list" else f"list({_DYN})"
+        return receiver if type_family(receiver) == "list" else f"list({_DYN})"
 
     def _optional_method(self, pos, method, receiver, args) -> str:
         inner, optional = _unwrap_optional(receiver)
@@ -763,6 +763,6 @@ def check_types(expression: str) -> None:
         tree = expand_binds(parse_expression(text))
     except celpy_module().CELParseError:
         return  # a syntax error is compile_selector's to report
-    result = _TypeChecker(text).type_of(tree, {})
+    result = TypeChecker(text).type_of(tree, {})
     if result not in ("bool", _DYN, _ANY):
         raise CelError(f"must evaluate to bool or the unknown type, not {_type_string(result)}")

@@ -51,6 +51,7 @@ from tensorsched.framework.parsing.meta import invalid_value, parse_timestamp, s
 
 from .derived import StateKey
 from .dra_cel import CelError, compile_selector
+from .dra_cel_estimate import TOO_COMPLEX, exceeds_cost_limit
 from .dra_cel_types import check_types
 from .dra_in_use import DevicesInUse
 
@@ -136,7 +137,9 @@ def check_selectors(classes=(), templates=(), claims=()) -> None:
     a bool result, operands some overload accepts), as the API server checks
     on create; else a
     ManifestError naming the object and the field, with the compiler's
-    message.  (The allocator meets an expression that does not compile
+    message.  A selector whose estimated worst-case cost exceeds the limit
+    (``dra_cel_estimate``) is refused as upstream refuses it: ``Forbidden:
+    too complex, exceeds cost limit``.  (The allocator meets an expression that does not compile
     with an error of its own; objects read as a cluster never carry one.)"""
     def fields():
         for c in classes:
@@ -159,6 +162,8 @@ def check_selectors(classes=(), templates=(), claims=()) -> None:
         except CelError as exc:
             raise ManifestError(label, path, invalid_value(expr, [str(exc)]),
                                 source_of(obj)) from None
+        if exceeds_cost_limit(expr):
+            raise ManifestError(label, path, TOO_COMPLEX, source_of(obj))
 
 
 #: the namespace label that allows ``adminAccess`` requests (DRAAdminAccess)
