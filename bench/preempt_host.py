@@ -18,8 +18,9 @@ after ``>``).
 Workloads: ``preemption``, ``preemption-spread``, ``preemption-antiaffinity``
 (``bench.preemption``, one ``schedule_one`` a preemptor: the failed cycle,
 PostFilter with the device search, the evictions and the retry) and
-``basic-nobatch`` (``bench.workloads``' basic workload with batching off:
-one cycle a pod).  Per attempt: the host microseconds (wall less the
+``basic-nobatch`` and ``spread-nobatch`` (``bench.workloads``' basic and
+spread workloads with batching off: one cycle a pod; the spread one runs
+PodTopologySpread's filter on the host).  Per attempt: the host microseconds (wall less the
 kernels), the kernels launched, copies each way; per item: calls and host
 microseconds per attempt (median and mean over the timed attempts, the
 warm-up excluded).
@@ -55,8 +56,28 @@ ITEMS = (
      "SchedulingCycle._preempt_and_retry"),
     ("> fits_on_row (the retry)", "tensorsched.framework.preemption.evaluator", "fits_on_row"),
     ("> run_cycle", "tensorsched.framework.runtime.framework", "Framework.run_cycle"),
+    ("> run_cycle > plan_cycle", "tensorsched.framework.runtime.framework",
+     "Framework.plan_cycle"),
     ("> run_cycle > fused evaluate (cuda)", "tensorsched.kernels.fused.backends",
      "CudaBackend.evaluate"),
+    ("> run_cycle > evaluate > _staged_cache", "tensorsched.kernels.fused.backends",
+     "CudaBackend._staged_cache"),
+    ("> run_cycle > evaluate > _device_pick", "tensorsched.kernels.fused.backends",
+     "CudaBackend._device_pick"),
+    ("> run_cycle > evaluate > _ranked_rows", "tensorsched.kernels.fused.backends",
+     "CudaBackend._ranked_rows"),
+    ("> run_cycle > evaluate > _host_rows", "tensorsched.kernels.fused.backends",
+     "CudaBackend._host_rows"),
+    ("> run_cycle > evaluate > host finalize", "tensorsched.kernels.fused.backends",
+     "CudaBackend._host_finalize"),
+    ("> assume_and_permit", "tensorsched.framework.scheduler.binding",
+     "BindingCycle.assume_and_permit"),
+    ("> assume_and_permit > ClusterState.add_pod", "tensorsched.framework.state.cluster_state",
+     "ClusterState.add_pod"),
+    ("> assume_and_permit > _binding_cycle", "tensorsched.framework.scheduler.binding",
+     "BindingCycle._binding_cycle"),
+    ("queue pop (outside the attempt)", "tensorsched.framework.scheduler.queue",
+     "SchedulingQueue.pop"),
     ("> run_cycle > PodTopologySpread.filter",
      "tensorsched.framework.plugins.pod_topology_spread", "PodTopologySpread.filter"),
     ("> run_cycle > InterPodAffinity.filter",
@@ -224,12 +245,13 @@ def run(workload: str, nodes: int, pods: int) -> dict:
                 seen.clear()
                 seen.update(now)
     Scheduler.schedule_one = attempt
-    if workload == "basic-nobatch":
+    if workload.endswith("-nobatch"):
         from tensorsched.bench.workloads import BENCH_STAGES, run_workload
 
         def progress_basic(stage):
             progress("warm" if stage == BENCH_STAGES[1] else stage)
-        rec = run_workload("basic", nodes, pods, "cuda", batch=False, progress=progress_basic)
+        rec = run_workload(workload.removesuffix("-nobatch"), nodes, pods, "cuda", batch=False,
+                           progress=progress_basic)
     else:
         from tensorsched.bench.preemption import run_preemption
         rec = run_preemption(nodes, pods, "cuda", variant=workload.partition("-")[2],
@@ -259,6 +281,11 @@ def run(workload: str, nodes: int, pods: int) -> dict:
         # per item (module doc): the same attempts' host microseconds
         "items": items,
         "placements_sha256": rec.get("placements_sha256"),
+        # through the queue: the cuda backend's counters per cycle (node
+        # rows uploaded, row cache rows recomputed and copied back, launches)
+        **({"device_counters_per_cycle": {k: round(v / n, 2) for k, v in
+                                          rec["device_counters"].items()}}
+           if rec.get("device_counters") and not per else {}),
         "preemptions": rec.get("preemptions"),
         "victim_device_counters": rec.get("victim_device_counters"),
         **record_stamp(0),
@@ -316,6 +343,7 @@ def combine(paths: list, base_commit: str, after_commit: str, note: str = "") ->
             "copies_up": rec["copies_up_per_attempt"],
             "copies_back": rec["copies_back_per_attempt"],
             "placements_sha256": rec["placements_sha256"],
+            "device_counters_per_cycle": rec.get("device_counters_per_cycle"),
             "victim_device_counters": rec.get("victim_device_counters"),
             "commit": rec.get("commit", "unrecorded"),
             "load": rec.get("load"),
@@ -442,7 +470,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workload", default="preemption-spread",
                     choices=("preemption", "preemption-spread", "preemption-antiaffinity",
-                             "basic-nobatch"))
+                             "basic-nobatch", "spread-nobatch"))
     ap.add_argument("--nodes", type=int, default=10_000)
     ap.add_argument("--pods", type=int, default=4)
     ap.add_argument("--output")
