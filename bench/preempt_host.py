@@ -30,6 +30,12 @@ python -m tensorsched.bench.preempt_host --workload preemption-spread
 python -m tensorsched.bench.preempt_host --combine DIR/*.json --base-commit C
         --output bench/results/preempt-host-per-preemptor-before-after.json
 
+``--combine`` also takes the numba backend's records of the same cycles
+(``tensorsched bench --backend numba --no-batch``, each tree's in its own
+process, alternated) named ``numba-{base,after}-WORKLOAD-ROUND.json``:
+their p50 latency and CPU seconds beside each other (``numba_rounds``),
+to show the CPU path is not slower.
+
 Before/after: this file run as a script by the base tree's interpreter
 (``base-WORKLOAD-ROUND.json``) and by this tree's (``after-...``), each
 run its own process, then ``--combine``.
@@ -72,8 +78,6 @@ ITEMS = (
      "CudaBackend._host_finalize"),
     ("> assume_and_permit", "tensorsched.framework.scheduler.binding",
      "BindingCycle.assume_and_permit"),
-    ("> assume_and_permit > ClusterState.add_pod", "tensorsched.framework.state.cluster_state",
-     "ClusterState.add_pod"),
     ("> assume_and_permit > _binding_cycle", "tensorsched.framework.scheduler.binding",
      "BindingCycle._binding_cycle"),
     ("queue pop (outside the attempt)", "tensorsched.framework.scheduler.queue",
@@ -131,6 +135,9 @@ ITEMS = (
      "DeviceVictims._visit_order"),
     ("> evict", "tensorsched.framework.scheduler.schedule_one", "SchedulingCycle._evict"),
 )
+
+
+_LABELS = frozenset(label for label, _m, _p in ITEMS)
 
 
 class _Clock:
@@ -348,7 +355,8 @@ def combine(paths: list, base_commit: str, after_commit: str, note: str = "") ->
             "commit": rec.get("commit", "unrecorded"),
             "load": rec.get("load"),
             "probe_tables_host_us": _probe_table_work(items),
-            "items_host_us": {k: v["host_us"] for k, v in items.items()}}
+            # the items this file itemizes now (an earlier record may hold more)
+            "items_host_us": {k: v["host_us"] for k, v in items.items() if k in _LABELS}}
     for w in out.values():
         rounds = [r for r in w["rounds"].values() if "base" in r and "after" in r]
         w["same_placements"] = all(r["base"]["placements_sha256"] ==
@@ -367,6 +375,35 @@ def combine(paths: list, base_commit: str, after_commit: str, note: str = "") ->
             "base_commit": base_commit, "commit": after_commit, "note": note,
             "machine": machine_info(), "load": [round(x, 2) for x in os.getloadavg()],
             "workloads": out}
+
+
+def numba_rounds(paths: list) -> dict:
+    """The numba backend's one-at-a-time cycles beside the base tree's:
+    per workload and round the records of ``tensorsched bench --backend
+    numba --no-batch`` named ``numba-{base,after}-WORKLOAD-ROUND.json``
+    (each its own process, alternated): p50 / p99 latency (wall
+    microseconds a pod), the timed run's process CPU seconds, placements."""
+    out: dict = {}
+    for path in sorted(paths):
+        m = re.match(r"numba-(base|after)-(.+)-(\d+)\.json$", os.path.basename(path))
+        if not m:
+            continue
+        with open(path) as f:
+            rec = json.load(f)
+        w = out.setdefault(m.group(2), {"rounds": {}})
+        w["rounds"].setdefault(int(m.group(3)), {})[m.group(1)] = {
+            k: rec.get(k) for k in ("nodes", "pods", "p50_us", "p99_us", "cpu_seconds",
+                                    "placements_sha256", "commit", "load")}
+    for w in out.values():
+        rounds = [r for r in w["rounds"].values() if "base" in r and "after" in r]
+        w["same_placements"] = all(r["base"]["placements_sha256"] ==
+                                   r["after"]["placements_sha256"] for r in rounds)
+        for side in ("base", "after"):
+            for k in ("p50_us", "cpu_seconds"):
+                got = [r[side][k] for r in rounds if r[side][k] is not None]
+                w[f"{side}_{k}_median_of_rounds"] = (round(float(np.median(got)), 4)
+                                                     if got else None)
+    return out
 
 
 def _tables_as_before(search, n_rows: int) -> tuple:
@@ -486,6 +523,9 @@ def main(argv=None) -> int:
     elif args.combine:
         from tensorsched.bench.harness import git_commit
         rec = combine(args.combine, args.base_commit, git_commit(), args.note)
+        numba = numba_rounds(args.combine)
+        if numba:
+            rec["numba_no_batch"] = numba
     else:
         rec = run(args.workload, args.nodes, args.pods)
     text = json.dumps(rec, indent=1)

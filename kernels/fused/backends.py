@@ -986,7 +986,8 @@ class CudaBackend:
         numbers back).  Otherwise the cache's host copy is brought level
         (``_host_rows``: the rows written since) and normalized, weighed
         and ranked on the host in evaluation order (the numba backend's
-        ``finalize_rows`` / ``gather_rows`` + ``finalize``)."""
+        ``finalize_rows`` / ``gather_rows`` + ``finalize``: ``_host_finalize``;
+        a placement's tie rule taken there too, ``tied_one``)."""
         if (extra is None and not want_scores and seed is not None and rows.shape[0] > 0
                 and n_slots <= self._cycle.MAX_CYCLE_SLOTS):
             return self._device_pick(source, rows, start, q, num_to_find, active, norm,
