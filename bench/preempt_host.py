@@ -18,8 +18,9 @@ after ``>``).
 Workloads: ``preemption``, ``preemption-spread``, ``preemption-antiaffinity``
 (``bench.preemption``, one ``schedule_one`` a preemptor: the failed cycle,
 PostFilter with the device search, the evictions and the retry) and
-``basic-nobatch`` (``bench.workloads``' basic workload with batching off:
-one cycle a pod).  Per attempt: the host microseconds (wall less the
+``basic-nobatch`` and ``spread-nobatch`` (``bench.workloads``' basic and
+spread workloads with batching off: one cycle a pod; the spread one runs
+PodTopologySpread's filter on the host).  Per attempt: the host microseconds (wall less the
 kernels), the kernels launched, copies each way; per item: calls and host
 microseconds per attempt (median and mean over the timed attempts, the
 warm-up excluded).
@@ -28,6 +29,12 @@ python -m tensorsched.bench.preempt_host --workload preemption-spread
         [--nodes 10000] [--pods 4] [--output FILE]
 python -m tensorsched.bench.preempt_host --combine DIR/*.json --base-commit C
         --output bench/results/preempt-host-per-preemptor-before-after.json
+
+``--combine`` also takes the numba backend's records of the same cycles
+(``tensorsched bench --backend numba --no-batch``, each tree's in its own
+process, alternated) named ``numba-{base,after}-WORKLOAD-ROUND.json``:
+their p50 latency and CPU seconds beside each other (``numba_rounds``),
+to show the CPU path is not slower.
 
 Before/after: this file run as a script by the base tree's interpreter
 (``base-WORKLOAD-ROUND.json``) and by this tree's (``after-...``), each
@@ -55,8 +62,26 @@ ITEMS = (
      "SchedulingCycle._preempt_and_retry"),
     ("> fits_on_row (the retry)", "tensorsched.framework.preemption.evaluator", "fits_on_row"),
     ("> run_cycle", "tensorsched.framework.runtime.framework", "Framework.run_cycle"),
+    ("> run_cycle > plan_cycle", "tensorsched.framework.runtime.framework",
+     "Framework.plan_cycle"),
     ("> run_cycle > fused evaluate (cuda)", "tensorsched.kernels.fused.backends",
      "CudaBackend.evaluate"),
+    ("> run_cycle > evaluate > _staged_cache", "tensorsched.kernels.fused.backends",
+     "CudaBackend._staged_cache"),
+    ("> run_cycle > evaluate > _device_pick", "tensorsched.kernels.fused.backends",
+     "CudaBackend._device_pick"),
+    ("> run_cycle > evaluate > _ranked_rows", "tensorsched.kernels.fused.backends",
+     "CudaBackend._ranked_rows"),
+    ("> run_cycle > evaluate > _host_rows", "tensorsched.kernels.fused.backends",
+     "CudaBackend._host_rows"),
+    ("> run_cycle > evaluate > host finalize", "tensorsched.kernels.fused.backends",
+     "CudaBackend._host_finalize"),
+    ("> assume_and_permit", "tensorsched.framework.scheduler.binding",
+     "BindingCycle.assume_and_permit"),
+    ("> assume_and_permit > _binding_cycle", "tensorsched.framework.scheduler.binding",
+     "BindingCycle._binding_cycle"),
+    ("queue pop (outside the attempt)", "tensorsched.framework.scheduler.queue",
+     "SchedulingQueue.pop"),
     ("> run_cycle > PodTopologySpread.filter",
      "tensorsched.framework.plugins.pod_topology_spread", "PodTopologySpread.filter"),
     ("> run_cycle > InterPodAffinity.filter",
@@ -110,6 +135,9 @@ ITEMS = (
      "DeviceVictims._visit_order"),
     ("> evict", "tensorsched.framework.scheduler.schedule_one", "SchedulingCycle._evict"),
 )
+
+
+_LABELS = frozenset(label for label, _m, _p in ITEMS)
 
 
 class _Clock:
@@ -224,12 +252,13 @@ def run(workload: str, nodes: int, pods: int) -> dict:
                 seen.clear()
                 seen.update(now)
     Scheduler.schedule_one = attempt
-    if workload == "basic-nobatch":
+    if workload.endswith("-nobatch"):
         from tensorsched.bench.workloads import BENCH_STAGES, run_workload
 
         def progress_basic(stage):
             progress("warm" if stage == BENCH_STAGES[1] else stage)
-        rec = run_workload("basic", nodes, pods, "cuda", batch=False, progress=progress_basic)
+        rec = run_workload(workload.removesuffix("-nobatch"), nodes, pods, "cuda", batch=False,
+                           progress=progress_basic)
     else:
         from tensorsched.bench.preemption import run_preemption
         rec = run_preemption(nodes, pods, "cuda", variant=workload.partition("-")[2],
@@ -259,6 +288,11 @@ def run(workload: str, nodes: int, pods: int) -> dict:
         # per item (module doc): the same attempts' host microseconds
         "items": items,
         "placements_sha256": rec.get("placements_sha256"),
+        # through the queue: the cuda backend's counters per cycle (node
+        # rows uploaded, row cache rows recomputed and copied back, launches)
+        **({"device_counters_per_cycle": {k: round(v / n, 2) for k, v in
+                                          rec["device_counters"].items()}}
+           if rec.get("device_counters") and not per else {}),
         "preemptions": rec.get("preemptions"),
         "victim_device_counters": rec.get("victim_device_counters"),
         **record_stamp(0),
@@ -316,11 +350,13 @@ def combine(paths: list, base_commit: str, after_commit: str, note: str = "") ->
             "copies_up": rec["copies_up_per_attempt"],
             "copies_back": rec["copies_back_per_attempt"],
             "placements_sha256": rec["placements_sha256"],
+            "device_counters_per_cycle": rec.get("device_counters_per_cycle"),
             "victim_device_counters": rec.get("victim_device_counters"),
             "commit": rec.get("commit", "unrecorded"),
             "load": rec.get("load"),
             "probe_tables_host_us": _probe_table_work(items),
-            "items_host_us": {k: v["host_us"] for k, v in items.items()}}
+            # the items this file itemizes now (an earlier record may hold more)
+            "items_host_us": {k: v["host_us"] for k, v in items.items() if k in _LABELS}}
     for w in out.values():
         rounds = [r for r in w["rounds"].values() if "base" in r and "after" in r]
         w["same_placements"] = all(r["base"]["placements_sha256"] ==
@@ -339,6 +375,35 @@ def combine(paths: list, base_commit: str, after_commit: str, note: str = "") ->
             "base_commit": base_commit, "commit": after_commit, "note": note,
             "machine": machine_info(), "load": [round(x, 2) for x in os.getloadavg()],
             "workloads": out}
+
+
+def numba_rounds(paths: list) -> dict:
+    """The numba backend's one-at-a-time cycles beside the base tree's:
+    per workload and round the records of ``tensorsched bench --backend
+    numba --no-batch`` named ``numba-{base,after}-WORKLOAD-ROUND.json``
+    (each its own process, alternated): p50 / p99 latency (wall
+    microseconds a pod), the timed run's process CPU seconds, placements."""
+    out: dict = {}
+    for path in sorted(paths):
+        m = re.match(r"numba-(base|after)-(.+)-(\d+)\.json$", os.path.basename(path))
+        if not m:
+            continue
+        with open(path) as f:
+            rec = json.load(f)
+        w = out.setdefault(m.group(2), {"rounds": {}})
+        w["rounds"].setdefault(int(m.group(3)), {})[m.group(1)] = {
+            k: rec.get(k) for k in ("nodes", "pods", "p50_us", "p99_us", "cpu_seconds",
+                                    "placements_sha256", "commit", "load")}
+    for w in out.values():
+        rounds = [r for r in w["rounds"].values() if "base" in r and "after" in r]
+        w["same_placements"] = all(r["base"]["placements_sha256"] ==
+                                   r["after"]["placements_sha256"] for r in rounds)
+        for side in ("base", "after"):
+            for k in ("p50_us", "cpu_seconds"):
+                got = [r[side][k] for r in rounds if r[side][k] is not None]
+                w[f"{side}_{k}_median_of_rounds"] = (round(float(np.median(got)), 4)
+                                                     if got else None)
+    return out
 
 
 def _tables_as_before(search, n_rows: int) -> tuple:
@@ -442,7 +507,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workload", default="preemption-spread",
                     choices=("preemption", "preemption-spread", "preemption-antiaffinity",
-                             "basic-nobatch"))
+                             "basic-nobatch", "spread-nobatch"))
     ap.add_argument("--nodes", type=int, default=10_000)
     ap.add_argument("--pods", type=int, default=4)
     ap.add_argument("--output")
@@ -458,6 +523,9 @@ def main(argv=None) -> int:
     elif args.combine:
         from tensorsched.bench.harness import git_commit
         rec = combine(args.combine, args.base_commit, git_commit(), args.note)
+        numba = numba_rounds(args.combine)
+        if numba:
+            rec["numba_no_batch"] = numba
     else:
         rec = run(args.workload, args.nodes, args.pods)
     text = json.dumps(rec, indent=1)

@@ -85,7 +85,9 @@ def tied_node(source, seed: int, rows: np.ndarray) -> int:
     """The row a cycle takes among ``rows`` [n >= 1], the nodes sharing
     the top total score: the seeded tie rule (``kernels.fused.ties``) on
     the pods each holds in ``source`` (the ``ColumnSource`` the cycle read:
-    the state, or its overlay with the nominated pods)."""
+    the state, or its overlay with the nominated pods).  A backend that
+    ranks a placement cycle itself answers that one row already (the cuda
+    pick on the device, the host finalize's ``fused.backends.tied_one``)."""
     if rows.shape[0] == 1:
         return int(rows[0])
     pods = source.columns().requested[:, L.RES_PODS]

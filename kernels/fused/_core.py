@@ -82,6 +82,31 @@ def tie_rank(seed_mix, row, pods):
     return int64((few << 20) | int64(z >> uint64(44)))
 
 
+def tied_position(ties, n_ties, rows, start, seed_mix, requested):
+    """The position the tie rule takes among the tied positions
+    ``ties[:n_ties]`` (evaluation order: position j is row
+    ``rows[(start + j) % M]``): the highest ``tie_rank`` of the row with
+    the pods it holds (``requested[row, RES_PODS]``), the lower row on an
+    equal rank; -1 when ``n_ties`` is 0.  One pass, no array built: a
+    cycle ranked on the host among thousands of equal nodes."""
+    m = rows.shape[0]
+    best = int64(-1)
+    best_row = int64(-1)
+    best_j = int64(-1)
+    for x in range(n_ties):
+        j = ties[x]
+        p = start + j
+        if p >= m:
+            p -= m
+        row = rows[p]
+        r = tie_rank(seed_mix, row, requested[row, RES_PODS])
+        if r > best or (r == best and row < best_row):
+            best = r
+            best_row = row
+            best_j = j
+    return best_j
+
+
 def draw_index(seed_mix, attempt, n):
     """Which of ``n`` candidates (in evaluation order) a seeded uniform draw
     of attempt ``attempt`` takes: splitmix64 of seed x golden + attempt,

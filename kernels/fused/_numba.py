@@ -148,6 +148,7 @@ rebuild_keys = AnyLayout(core["rebuild_keys"])
 update_keys = AnyLayout(core["update_keys"])
 key_top_row = core["key_top_row"]
 gather_rows = core["gather_rows"]
+tied_position = core["tied_position"]
 scan_mixed = core["scan_mixed"]
 partial_totals = core["partial_totals"]
 finalize_partial = core["finalize_partial"]

@@ -607,12 +607,14 @@ class NumbaBackend:
                 n_ties = self._k.finalize_partial(rows, start, reasons, partial, raw,
                                                   np.flatnonzero(active & from_pos),
                                                   norm, weights, hi, processed, total, ties)
-                return StageResult(reasons, None, total, ties[:n_ties], processed, found)
+                ties = tied_one(self._k, ties, n_ties, rows, start, seed, cols, want_scores)
+                return StageResult(reasons, None, total, ties, processed, found)
             self._k.gather_rows(rows, start, c.reasons, c.raw, reasons, raw)
             reasons, raw = extra(reasons, raw)
             n_ties, processed, found = self._k.finalize(reasons, raw, total, num_to_find,
                                                         active, norm, weights, ties)
-            return StageResult(reasons, raw, total, ties[:n_ties], processed, found)
+            ties = tied_one(self._k, ties, n_ties, rows, start, seed, cols, want_scores)
+            return StageResult(reasons, raw, total, ties, processed, found)
         c = self._row_cache(source, cols, q, n_slots)
         m = rows.shape[0]
         reasons, scores_out, total, ties = self._buf.get(m, n_slots, zero=False)
@@ -632,16 +634,17 @@ class NumbaBackend:
             np.take(c.reasons, rows[start:], out=reasons[: m - start])
             np.take(c.reasons, rows[:start], out=reasons[m - start:])
             return StageResult(reasons, None, None, top, m, c.feasible)
-        if self._hi.shape[0] < n_slots:
-            self._hi = np.zeros(n_slots, np.int64)
+        if self._hi.shape[0] < 2 * n_slots:       # [S] maxima, [S] minima (min-max)
+            self._hi = np.zeros(2 * n_slots, np.int64)
         n_ties, processed, found = self._k.finalize_rows(
             rows, start, c.reasons, c.raw, num_to_find, active, norm, weights,
             bool(want_scores), scores_out, total, ties, self._hi)
         np.take(c.reasons, rows[start:], out=reasons[: m - start])
         np.take(c.reasons, rows[:start], out=reasons[m - start:])
+        ties = tied_one(self._k, ties, n_ties, rows, start, seed, cols, want_scores)
         # scores_out is reused across cycles and written only when asked for.
         return StageResult(reasons, scores_out if want_scores else None, total,
-                           ties[:n_ties], processed, found)
+                           ties, processed, found)
 
     def place_run_sorted(self, source: ColumnSource, rows, start, q, num_to_find, active, norm,
                          weights, n_slots, count, seed, attempt, request, nonzero, register,
@@ -697,6 +700,20 @@ def _warm_numba(k) -> None:
                        np.ones(1, np.int64), zero, 1, zero.copy(), zero.copy())
     _numba_warmed = True
     domains.collect_compiler_garbage()
+
+
+def tied_one(k, ties, n_ties: int, rows, start: int, seed, cols, want_scores) -> np.ndarray:
+    """The tied top positions ``ties[:n_ties]`` a host-ranked cycle
+    answers: for a placement (no scores wanted, a ``seed``) only the one
+    the tie rule takes (``_core.tied_position`` on the pods each row holds
+    in ``cols``, as ``framework.tied_node`` would take it: one compiled
+    pass, where thousands of equal nodes cost the host a ranking of every
+    one), else all of them."""
+    if seed is None or want_scores or n_ties <= 1:
+        return ties[:n_ties]
+    j = k.tied_position(ties, n_ties, rows, start, np.uint64(mix_of_seed(seed)), cols.requested)
+    ties[0] = j
+    return ties[:1]
 
 
 def rotated(rows, start):
@@ -798,6 +815,9 @@ class CudaBackend:
         self._pick_out = None                    # the pick's answer, device and host
         self._pick_host = None
         self._finalize = _fused_numba.finalize
+        self._col_shapes = None                  # (columns, shapes, widths): ``_shapes``
+        self._buf = _Buffers()                   # a host-ranked cycle's outputs
+        self._hi = np.zeros(16, np.int64)        # its slot maxima (``finalize_rows``)
         self._packs: tuple = ()
         self._qbufs: OrderedDict = OrderedDict()
         self._caches: OrderedDict = OrderedDict()
@@ -826,10 +846,21 @@ class CudaBackend:
         self.rows_downloaded = 0    # row cache rows copied back (the host's ranking, a failed
         #                             placement's reasons)
 
+    def _shapes(self, cols) -> tuple:
+        """(each column's shape, each column's shape less the rows) of
+        ``cols``, kept for the last columns object seen (the state hands
+        out one per layout: ``ClusterState.columns``), so that a cycle does
+        not walk the columns for them three times."""
+        got = self._col_shapes
+        if got is None or got[0] is not cols:
+            full = tuple(a.shape for a in cols)
+            got = self._col_shapes = (cols, full, tuple(sh[1:] for sh in full))
+        return got[1], got[2]
+
     def _qbuf(self, cols, q):
         """The query's packed buffer on the device, uploaded once per
         compiled query and column shapes."""
-        key = (id(q), tuple(a.shape[1:] for a in cols), self._caps)
+        key = (id(q), self._shapes(cols)[1], self._caps)
         hit = self._qbufs.get(key)
         if hit is not None and hit[0] is q:
             return hit[1]
@@ -849,7 +880,7 @@ class CudaBackend:
         on the device into ones with twice the room that ran out
         (``_cuda.relayout_kernel``); for another source (or the first time)
         every row is uploaded."""
-        shape = tuple(a.shape for a in cols)
+        shape = self._shapes(cols)[0]
         if shape == self._shape and self._tag == _mirror_tag(source):
             return
         n = cols.allocatable.shape[0]
@@ -955,30 +986,48 @@ class CudaBackend:
         numbers back).  Otherwise the cache's host copy is brought level
         (``_host_rows``: the rows written since) and normalized, weighed
         and ranked on the host in evaluation order (the numba backend's
-        ``finalize_rows`` / ``gather_rows`` + ``finalize``)."""
+        ``finalize_rows`` / ``gather_rows`` + ``finalize``: ``_host_finalize``;
+        a placement's tie rule taken there too, ``tied_one``)."""
         if (extra is None and not want_scores and seed is not None and rows.shape[0] > 0
                 and n_slots <= self._cycle.MAX_CYCLE_SLOTS):
             return self._device_pick(source, rows, start, q, num_to_find, active, norm,
                                      weights, n_slots, seed)
         cols = source.columns()
         reasons_by_row, raw_by_row = self._ranked_rows(source, cols, q, n_slots)
+        return self._host_finalize(cols, rows, start, reasons_by_row, raw_by_row, num_to_find,
+                                   active, norm, weights, n_slots, extra, want_scores, seed)
+
+    def _host_finalize(self, cols, rows, start, reasons_by_row, raw_by_row, num_to_find, active,
+                       norm, weights, n_slots, extra, want_scores, seed) -> StageResult:
+        """A cycle ranked on the host from the row cache's host copy
+        (``_ranked_rows``): with host plugins (``extra``) gathered into
+        evaluation order, their answers added, then normalized, weighed and
+        ranked (``finalize``); else ranked by row (``finalize_rows``).  The
+        output arrays are kept between cycles (``_Buffers``, as the numba
+        backend's).  A placement (no scores wanted, a seed) takes the tie
+        rule's position among the top rows here, in one compiled pass
+        (``tied_one``): ``ties`` is that position alone, as
+        ``_device_pick`` answers."""
         m = rows.shape[0]
-        total = np.zeros(m, np.int64)
-        ties = np.zeros(m, np.int64)
         if extra is not None:
-            reasons = np.empty(m, np.int64)
-            raw = np.empty((m, n_slots), np.int64)
+            reasons, raw, total, ties = self._buf.get(m, n_slots, zero=False)
             self._host.gather_rows(rows, start, reasons_by_row, raw_by_row, reasons, raw)
             reasons, raw = extra(reasons, raw)
             n_ties, processed, found = self._finalize(reasons, raw, total, num_to_find, active,
                                                       norm, weights, ties)
-            return StageResult(reasons, raw, total, ties[:n_ties], processed, found)
-        scores_out = np.zeros((m, n_slots), np.int64)
+            ties = tied_one(self._host, ties, n_ties, rows, start, seed, cols, want_scores)
+            return StageResult(reasons, raw, total, ties, processed, found)
+        reasons, scores_out, total, ties = self._buf.get(m, n_slots, zero=False)
+        if self._hi.shape[0] < 2 * n_slots:       # [S] maxima, [S] minima (min-max)
+            self._hi = np.zeros(2 * n_slots, np.int64)
         n_ties, processed, found = self._host.finalize_rows(
             rows, start, reasons_by_row, raw_by_row, num_to_find, active, norm, weights,
-            bool(want_scores), scores_out, total, ties, np.zeros(n_slots, np.int64))
-        reasons = np.take(reasons_by_row, rotated(rows, start))
-        return StageResult(reasons, scores_out if want_scores else None, total, ties[:n_ties],
+            bool(want_scores), scores_out, total, ties, self._hi)
+        np.take(reasons_by_row, rows[start:], out=reasons[: m - start])
+        np.take(reasons_by_row, rows[:start], out=reasons[m - start:])
+        ties = tied_one(self._host, ties, n_ties, rows, start, seed, cols, want_scores)
+        # scores_out is reused across cycles and written only when asked for
+        return StageResult(reasons, scores_out if want_scores else None, total, ties,
                            processed, found)
 
     def _device_pick(self, source: ColumnSource, rows, start, q, num_to_find, active, norm,
@@ -1028,7 +1077,7 @@ class CudaBackend:
         span copies and a by-row launch; k = 0)."""
         n = cols.allocatable.shape[0]
         SR = self._staged_rows
-        shape = tuple(a.shape[1:] for a in cols)     # the widths: a row appended keeps them
+        shape = self._shapes(cols)[1]     # the widths: a row appended keeps them
         if self._staged is None or self._staged[0] != shape:
             width = SR.row_width(cols)
             size = SR.staged_size(self.MAX_STAGED_ROWS, width)
@@ -1037,8 +1086,9 @@ class CudaBackend:
         # room in the packs for the columns as they are now (a node
         # appended, a column widened: the rows kept, those written staged)
         self._fit_mirror(source, cols)
-        c = self._cache_of(q, _cache_key(source, n, n_slots), source, cols)
-        if c is None or c.q is not q or c.key != _cache_key(source, n, n_slots) or c.seen < 0:
+        key = _cache_key(source, n, n_slots)
+        c = self._cache_of(q, key, source, cols)
+        if c is None or c.q is not q or c.key != key or c.seen < 0:
             return self._row_cache(source, cols, q, n_slots, self._sync_columns(source)), 0
         self._caches.move_to_end(id(q))
         c.epoch = QM.source_epoch(source)

@@ -46,3 +46,28 @@ def test_the_tables_ab_reads_the_changed_domains_only(tmp_path):
     # after the first preemptor: its node's hostname and zone domains
     assert rec["each"]["after_rows_read"][1:] == [2, 2]
     assert all(x > 0 for x in rec["each"]["before"] + rec["each"]["after"])
+
+
+def test_a_spread_cycle_record_itemizes_the_host_finalize(tmp_path):
+    """One cycle a pod with PodTopologySpread's filter on the host: the
+    host finalize and the plugin among the items, and per cycle at most
+    the one row the last pod was placed on uploaded and copied back."""
+    rec = _run(tmp_path, "--workload", "spread-nobatch", "--nodes", "12", "--pods", "4")
+    items = rec["items"]
+    for name in ("> run_cycle > evaluate > host finalize",
+                 "> run_cycle > PodTopologySpread.filter", "> assume_and_permit"):
+        assert items[name]["calls"] >= 1, name
+    per = rec["device_counters_per_cycle"]
+    assert per["rows_uploaded"] <= 1 and per["rows_downloaded"] <= 1, per
+
+
+def test_combine_puts_the_numba_records_beside(tmp_path):
+    """``--combine`` reads ``numba-{base,after}-W-R.json`` records too."""
+    for side, p50 in (("base", 150.0), ("after", 120.0)):
+        (tmp_path / f"numba-{side}-spread-1.json").write_text(json.dumps(
+            {"nodes": 10, "pods": 5, "p50_us": p50, "p99_us": 2 * p50, "cpu_seconds": 1.0,
+             "placements_sha256": "x", "commit": side, "load": [1.0]}))
+    rec = _run(tmp_path, "--combine", *sorted(str(p) for p in tmp_path.glob("numba-*.json")))
+    got = rec["numba_no_batch"]["spread"]
+    assert got["same_placements"] and got["base_p50_us_median_of_rounds"] == 150.0
+    assert got["after_p50_us_median_of_rounds"] == 120.0
