@@ -430,6 +430,7 @@ def main(argv=None) -> int:
                "machine": {"node": platform.node(), "cpu": platform.processor() or
                            platform.machine(), "python": platform.python_version()},
                "versions": _versions(), "ptxas": ptxas and os.path.basename(ptxas),
+               "ptxas_release": ptxas and "%d.%d" % _ptxas_release(ptxas),
                "limits": {"registers_per_block": REGISTERS_PER_SM, "register_unit": REGISTER_UNIT,
                           "shared_per_block": SHARED_DEFAULT, "shared_opt_in": SHARED_OPT_IN,
                           "threads_per_block": MAX_THREADS},
