@@ -445,6 +445,34 @@ class PodTopologySpread(Plugin):
         self._codes = (ctx.pod, ctx.state, ctx.state.version, codes, nom)
         return np.take(codes == 0, rows)
 
+    def filter_row(self, ctx, row: int) -> bool:
+        """``filter(ctx, [row])[0]`` in O(constraints): the one node row
+        preemption's retry checks (``evaluator.fits_on_row``), without the
+        codes of every row."""
+        return self.row_code(ctx, row) == 0
+
+    def row_code(self, ctx, row: int) -> int:
+        """The code (``filter_codes``) of node row ``row`` with the cycle's
+        nominated pods, as ``filter`` gives it, read from the domain sums
+        and their kept minimum: O(constraints)."""
+        state, pod = ctx.state, ctx.pod
+        self.rows_evaluated += 1
+        nom = nominated_pods(ctx)
+        if nom and row in nom.by_row:
+            # its nominated pods join its own domain (``_nominated_codes``)
+            probe = self.victim_probe(state, pod, nom)
+            return int(probe.codes(np.array([row], np.int64))[0])
+        for c, k, _, _, ds in self._filter_sums(state, pod):
+            if ds is None:
+                return 1
+            d = int(node_domains(state, k)[row])
+            if d < 0:
+                return 1
+            self_match = 1 if selector_matches(c.selector, pod.labels) else 0
+            if int(ds.sums[d]) > c.max_skew - self_match + self._global_min(ds, c):
+                return 2
+        return 0
+
     def unresolvable(self, ctx, rows):
         """[M] bool: rows failing for a missing topology key (a status
         preemption cannot change: UnschedulableAndUnresolvable)."""

@@ -796,7 +796,11 @@ def _dry_run(fw, state, q, prio, pods, scan, cap, search, table):
 
 def fits_on_row(state: ClusterState, q, row: int, host_filters=(), ctx=None) -> bool:
     """The built-in filters of query ``q`` pass on node ``row`` now, and so
-    do ``host_filters`` (``PreemptionResult.host_filters``, run with ``ctx``)."""
+    do ``host_filters`` (``PreemptionResult.host_filters``, run with ``ctx``).
+
+    A host filter with ``filter_row(ctx, row) -> bool`` (PodTopologySpread,
+    InterPodAffinity: O(constraints) from their domain sums) answers for
+    the one row; the others' ``filter`` runs on it."""
     cols = state.columns()
     q2 = V.pad_query(cols, q)
     one = np.array([row], np.int64)
@@ -807,4 +811,9 @@ def fits_on_row(state: ClusterState, q, row: int, host_filters=(), ctx=None) -> 
             bits &= ~int(got[0])
     if bits != 0:
         return False
-    return all(bool(np.asarray(p.filter(ctx, one))[0]) for p in host_filters)
+    for p in host_filters:
+        one_row = getattr(p, "filter_row", None)
+        ok = one_row(ctx, row) if one_row is not None else bool(np.asarray(p.filter(ctx, one))[0])
+        if not ok:
+            return False
+    return True
