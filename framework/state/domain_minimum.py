@@ -54,8 +54,13 @@ def least_of(sums: np.ndarray, present: np.ndarray) -> Least:
 
 def _first_held(hist: np.ndarray, lo: int) -> int:
     """The least index >= ``lo`` where ``hist`` is positive, -1 if none
-    (windows doubling in size: few NumPy calls even across a wide gap)."""
+    (a few steps, then windows doubling in size: few NumPy calls even
+    across a wide gap)."""
     n = hist.shape[0]
+    for i in range(lo, min(lo + 8, n)):     # most often it is right there
+        if hist[i] > 0:
+            return i
+    lo += 8
     step = 64
     while lo < n:
         hi = min(n, lo + step)
@@ -93,6 +98,11 @@ class PresentMinimum:
             self.hist = np.bincount(vals, minlength=1).astype(np.int64)
         self.least = least_of(ds.sums, ds.present)
 
+    # Up to this many domains moved, ``read`` updates element by element in
+    # Python (a few NumPy calls cost more than a handful of integer steps);
+    # beyond, with array operations.
+    FEW = 32
+
     def read(self) -> Least:
         """The ``Least`` of the sums as they are now."""
         ds = self.ds
@@ -103,34 +113,69 @@ class PresentMinimum:
             self._rebuild()
             return self.least
         self.version = ds.version
-        moved = moved[moved < self.last.shape[0]]
-        moved = moved[ds.present[moved]]        # absent domains never hold a count
         self.domains_read += moved.shape[0]
-        if not moved.shape[0]:
+        prev = self.least
+        lo = self._few(moved) if moved.shape[0] <= self.FEW else self._many(moved)
+        if lo is None:                  # a negative sum: counted whole
+            self._rebuild()
             return self.least
+        if lo == INF:
+            return self.least           # no present sum moved
+        hist = self.hist
+        # Every present sum is unchanged (>= the old least) or one of the new
+        # ones (>= lo): the least is at or above the smaller of the two.
+        m1 = _first_held(hist, min(prev.m1, lo))
+        m2 = _first_held(hist, m1 + 1)
+        self.least = Least(prev.n_present, m1, int(hist[m1]), INF if m2 < 0 else m2)
+        return self.least
+
+    def _few(self, moved) -> int | None:
+        """Re-count the present domains of ``moved`` one by one: the least
+        new sum (INF: none moved), None for a negative one."""
+        sums, present, last = self.ds.sums, self.ds.present, self.last
+        n = last.shape[0]
+        lo = INF
+        for d in moved.tolist():
+            if d >= n or not present[d]:
+                continue                # absent domains never hold a count
+            new = int(sums[d])
+            old = int(last[d])
+            if new == old:
+                continue
+            if new < 0:
+                return None
+            if new >= self.hist.shape[0]:
+                self._grow(new)
+            self.hist[old] -= 1
+            self.hist[new] += 1
+            last[d] = new
+            if new < lo:
+                lo = new
+        return lo
+
+    def _many(self, moved) -> int | None:
+        """``_few`` with array operations."""
+        ds = self.ds
+        moved = moved[moved < self.last.shape[0]]
+        moved = moved[ds.present[moved]]
         old = self.last[moved]
         new = ds.sums[moved]
         keep = old != new
         if not keep.any():
-            return self.least
+            return INF
         old, new, moved = old[keep], new[keep], moved[keep]
-        lo_new = int(new.min())
-        if lo_new < 0:
-            self._rebuild()
-            return self.least
+        if int(new.min()) < 0:
+            return None
+        self._grow(int(new.max()))
+        np.subtract.at(self.hist, old, 1)
+        np.add.at(self.hist, new, 1)
+        self.last[moved] = new
+        return int(new.min())
+
+    def _grow(self, top: int) -> None:
+        """``hist`` long enough to count a sum of ``top``."""
         hist = self.hist
-        top = int(new.max())
         if top >= hist.shape[0]:
             grown = np.zeros(max(top + 1, 2 * hist.shape[0]), np.int64)
             grown[: hist.shape[0]] = hist
-            hist = self.hist = grown
-        np.subtract.at(hist, old, 1)
-        np.add.at(hist, new, 1)
-        self.last[moved] = new
-        prev = self.least
-        # Every present sum is unchanged (>= the old least) or one of the new
-        # ones: the least is at or above the smaller of the two.
-        m1 = _first_held(hist, min(prev.m1, lo_new))
-        m2 = _first_held(hist, m1 + 1)
-        self.least = Least(prev.n_present, m1, int(hist[m1]), INF if m2 < 0 else m2)
-        return self.least
+            self.hist = grown
