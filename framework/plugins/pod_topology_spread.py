@@ -375,7 +375,7 @@ class PodTopologySpread(Plugin):
                   for (c, k, ds), sm in zip(parts, selfs)]
         rows = None
         if got is not None and got[0] is state:
-            rows = self._flipped_rows(state, got, sig, parts, thresh)
+            rows = _flipped_rows(state, got, sig, parts, thresh, self.MOVED_SHARE)
         if rows is None:
             codes = np.zeros(state.n_rows, np.int64)
             for (c, k, ds), t in zip(parts, thresh):
@@ -389,71 +389,12 @@ class PodTopologySpread(Plugin):
         else:
             codes, fits, above = got[2].copy(), got[3].copy(), got[4][1]
             if rows.shape[0]:
-                codes[rows] = self._codes_at(state, parts, thresh, rows)
+                codes[rows] = _codes_at(state, parts, thresh, rows)
                 fits[rows] = codes[rows] == 0
             self.rows_evaluated += rows.shape[0]
         codes.flags.writeable = False
         self._by_row = (state, sig, codes, fits, (thresh, above))
         return codes
-
-    def _flipped_rows(self, state, got, sig, parts, thresh) -> np.ndarray | None:
-        """The rows whose code may differ from the kept answer ``got`` (the
-        last ``_by_row``), its per-domain answers brought level; None when
-        the answer must be computed whole (another structure, pod shape or
-        count; a journal outrun; too many rows)."""
-        old_sig, (old_thresh, above) = got[1], got[4]
-        if old_sig[:2] != sig[:2] or len(old_sig[2]) != len(sig[2]):
-            return None
-        budget = state.n_rows // self.MOVED_SHARE
-        grouped = grouped_rows(state)
-        chunks, n = [], 0
-        for j, ((c, k, ds), old, new) in enumerate(zip(parts, old_sig[2], sig[2])):
-            if ds is None or old == new:
-                if old != new:
-                    return None
-                continue
-            if old[:3] != new[:3] or old[4] != new[4]:
-                return None             # another constraint, count or self match
-            t = thresh[j]
-            if t != old_thresh[j]:
-                now = ds.sums > t       # the threshold moved: every domain
-                doms = np.flatnonzero(now != above[j])
-                above[j] = now
-            else:
-                moved = ds.changed_since(old[3])
-                if moved is None:
-                    return None
-                moved = moved[moved < above[j].shape[0]]
-                now = ds.sums[moved] > t
-                doms = moved[now != above[j][moved]]
-                above[j][doms] = now[now != above[j][moved]]
-            if not doms.shape[0]:
-                continue
-            ptr, by_dom = grouped(_DomainMap(node_domains_p1(state, k), ds.sums))
-            for d in doms.tolist():
-                a, b = int(ptr[d]), int(ptr[d + 1])
-                n += b - a
-                if n > budget:
-                    return None
-                chunks.append(by_dom[a:b])
-        if not chunks:
-            return np.zeros(0, np.int64)
-        return np.unique(np.concatenate(chunks))
-
-    @staticmethod
-    def _codes_at(state, parts, thresh, rows) -> np.ndarray:
-        """[M] the codes of node rows ``rows`` [M] (``codes_by_row``'s rules)."""
-        out = np.zeros(rows.shape[0], np.int64)
-        for (c, k, ds), t in zip(parts, thresh):
-            undecided = out == 0
-            if ds is None:
-                out[undecided] = 1
-                continue
-            d = node_domains(state, k)[rows]
-            has = d >= 0
-            out[undecided & ~has] = 1
-            out[undecided & has & (ds.sums[np.where(has, d, 0)] > t)] = 2
-        return out
 
     def run_keeps_skip(self, ctx, point: str) -> bool:
         """``RunSkipPlugin``: PreFilter and PreScore skip by the pod's own
@@ -713,6 +654,66 @@ class PodTopologySpread(Plugin):
             acc = acc + term
         raw_scores = np.where(counted, D.go_round(acc, xp=np), 0)
         return D.spread_normalize(raw_scores, counted, xp=np)
+
+
+def _flipped_rows(state, got, sig, parts, thresh, share: int) -> np.ndarray | None:
+    """The rows whose code may differ from the kept answer ``got`` (the
+    last ``PodTopologySpread._by_row``, see ``codes_by_row``), its
+    per-domain answers brought level; None when the answer must be
+    computed whole (another structure, pod shape or count; a journal
+    outrun; more rows than ``n_rows // share``)."""
+    old_sig, (old_thresh, above) = got[1], got[4]
+    if old_sig[:2] != sig[:2] or len(old_sig[2]) != len(sig[2]):
+        return None
+    budget = state.n_rows // share
+    grouped = grouped_rows(state)
+    chunks, n = [], 0
+    for j, ((c, k, ds), old, new) in enumerate(zip(parts, old_sig[2], sig[2])):
+        if ds is None or old == new:
+            if old != new:
+                return None
+            continue
+        if old[:3] != new[:3] or old[4] != new[4]:
+            return None             # another constraint, count or self match
+        t = thresh[j]
+        if t != old_thresh[j]:
+            now = ds.sums > t       # the threshold moved: every domain
+            doms = np.flatnonzero(now != above[j])
+            above[j] = now
+        else:
+            moved = ds.changed_since(old[3])
+            if moved is None:
+                return None
+            moved = moved[moved < above[j].shape[0]]
+            now = ds.sums[moved] > t
+            doms = moved[now != above[j][moved]]
+            above[j][doms] = now[now != above[j][moved]]
+        if not doms.shape[0]:
+            continue
+        ptr, by_dom = grouped(_DomainMap(node_domains_p1(state, k), ds.sums))
+        for d in doms.tolist():
+            a, b = int(ptr[d]), int(ptr[d + 1])
+            n += b - a
+            if n > budget:
+                return None
+            chunks.append(by_dom[a:b])
+    if not chunks:
+        return np.zeros(0, np.int64)
+    return np.unique(np.concatenate(chunks))
+
+def _codes_at(state, parts, thresh, rows) -> np.ndarray:
+    """[M] the codes of node rows ``rows`` [M] (``codes_by_row``'s rules)."""
+    out = np.zeros(rows.shape[0], np.int64)
+    for (c, k, ds), t in zip(parts, thresh):
+        undecided = out == 0
+        if ds is None:
+            out[undecided] = 1
+            continue
+        d = node_domains(state, k)[rows]
+        has = d >= 0
+        out[undecided & ~has] = 1
+        out[undecided & has & (ds.sums[np.where(has, d, 0)] > t)] = 2
+    return out
 
 
 def new(args, handle):
