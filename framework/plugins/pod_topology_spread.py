@@ -47,7 +47,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 
@@ -78,7 +77,6 @@ from tensorsched.framework.runtime.plugin import (
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.derived import StateKey
 from tensorsched.framework.state.domain_counts import (
-    grouped_rows,
     node_domains,
     node_domains_p1,
     pod_count_index,
@@ -164,14 +162,6 @@ def _count_key(pod, c: Constraint):
         lambda r: not r.deleting and r.namespace == ns and selector_matches(sel, r.labels))
 
 
-class _DomainMap(NamedTuple):
-    """What ``domain_counts.grouped_rows`` reads of a rule: the node ->
-    domain + 1 map and the per-domain table (its length: the domains)."""
-
-    domp1: np.ndarray
-    sums: np.ndarray
-
-
 SPREAD_ELIGIBLE_DOMS = StateKey("spread_eligible_doms", __name__,
                                 "constraints and policy -> eligible domains per key")
 
@@ -196,8 +186,7 @@ class PodTopologySpread(Plugin):
         self._codes = None          # (pod, state, its version, codes by row, nominated) of
         #                             the last filter
         self._probe = None          # (state, version, pod, nominated, SpreadProbe) last built
-        self._by_row = None         # (state, signature, codes by row, fits by row,
-        #                             (threshold, [D] sum above it) per constraint)
+        self._by_row = None         # (state, signature, codes by row, fits by row)
         self._system = self.args.defaulting_type == SYSTEM_DEFAULTING
         defaults = SYSTEM_DEFAULT_CONSTRAINTS if self._system else self.args.default_constraints
         # action -> (maxSkew, key, minDomains, honor affinity, honor taints) per default
@@ -347,53 +336,30 @@ class PodTopologySpread(Plugin):
             parts.append((c, k, key, pred, ds))
         return parts
 
-    # Up to this share of the rows (1 / MOVED_SHARE) in domains whose
-    # answer flipped, ``codes_by_row`` re-evaluates those rows only; beyond,
-    # every row (one compiled pass).
-    MOVED_SHARE = 8
-
     def codes_by_row(self, state, pod) -> np.ndarray:
         """``filter_codes`` of every node row ([n_rows] int64, read-only;
-        reused while no count it depends on changed).
-
-        After pods moved, the last answer is kept but for the rows of the
-        domains whose "sum above the threshold" answer flipped (the domains
-        the counts' journals name, or every domain where the global
-        minimum moved the threshold): O(domains moved + their rows), one
-        pass over the rows only when those are many."""
+        reused while no count it depends on changed)."""
         parts = [(c, k, ds) for c, k, _, _, ds in self._filter_sums(state, pod)]
-        selfs = [1 if ds is not None and selector_matches(c.selector, pod.labels) else 0
-                 for c, k, ds in parts]
         sig = (state.structure_tag(), pod.namespace, tuple(
-            (c, k) if ds is None else (c, k, ds.serial, ds.version, sm)
-            for (c, k, ds), sm in zip(parts, selfs)))
+            (c, k) if ds is None else
+            (c, k, ds.serial, ds.version, selector_matches(c.selector, pod.labels))
+            for c, k, ds in parts))
         got = self._by_row
         if got is not None and got[0] is state and got[1] == sig:
             return got[2]
-        # Lacking the key: 1; sums + self - min > maxSkew (sums > thresh): 2.
-        thresh = [None if ds is None else c.max_skew - sm + self._global_min(ds, c)
-                  for (c, k, ds), sm in zip(parts, selfs)]
-        rows = None
-        if got is not None and got[0] is state:
-            rows = _flipped_rows(state, got, sig, parts, thresh, self.MOVED_SHARE)
-        if rows is None:
-            codes = np.zeros(state.n_rows, np.int64)
-            for (c, k, ds), t in zip(parts, thresh):
-                if ds is None:
-                    codes[codes == 0] = 1
-                    continue
-                D.host.domain_rule(codes, node_domains_p1(state, k), ds.sums, t, 1, 2, 0)
-            fits = codes == 0
-            above = [None if ds is None else ds.sums > t for (c, k, ds), t in zip(parts, thresh)]
-            self.rows_evaluated += codes.shape[0]
-        else:
-            codes, fits, above = got[2].copy(), got[3].copy(), got[4][1]
-            if rows.shape[0]:
-                codes[rows] = _codes_at(state, parts, thresh, rows)
-                fits[rows] = codes[rows] == 0
-            self.rows_evaluated += rows.shape[0]
+        codes = np.zeros(state.n_rows, np.int64)
+        for c, k, ds in parts:
+            if ds is None:
+                codes[codes == 0] = 1
+                continue
+            gmin = self._global_min(ds, c)
+            self_match = 1 if selector_matches(c.selector, pod.labels) else 0
+            # Lacking the key: 1; sums + self - min > maxSkew: 2.
+            D.host.domain_rule(codes, node_domains_p1(state, k), ds.sums,
+                               c.max_skew - self_match + gmin, 1, 2, 0)
         codes.flags.writeable = False
-        self._by_row = (state, sig, codes, fits, (thresh, above))
+        self.rows_evaluated += codes.shape[0]
+        self._by_row = (state, sig, codes, codes == 0)
         return codes
 
     def run_keeps_skip(self, ctx, point: str) -> bool:
@@ -654,66 +620,6 @@ class PodTopologySpread(Plugin):
             acc = acc + term
         raw_scores = np.where(counted, D.go_round(acc, xp=np), 0)
         return D.spread_normalize(raw_scores, counted, xp=np)
-
-
-def _flipped_rows(state, got, sig, parts, thresh, share: int) -> np.ndarray | None:
-    """The rows whose code may differ from the kept answer ``got`` (the
-    last ``PodTopologySpread._by_row``, see ``codes_by_row``), its
-    per-domain answers brought level; None when the answer must be
-    computed whole (another structure, pod shape or count; a journal
-    outrun; more rows than ``n_rows // share``)."""
-    old_sig, (old_thresh, above) = got[1], got[4]
-    if old_sig[:2] != sig[:2] or len(old_sig[2]) != len(sig[2]):
-        return None
-    budget = state.n_rows // share
-    grouped = grouped_rows(state)
-    chunks, n = [], 0
-    for j, ((c, k, ds), old, new) in enumerate(zip(parts, old_sig[2], sig[2])):
-        if ds is None or old == new:
-            if old != new:
-                return None
-            continue
-        if old[:3] != new[:3] or old[4] != new[4]:
-            return None             # another constraint, count or self match
-        t = thresh[j]
-        if t != old_thresh[j]:
-            now = ds.sums > t       # the threshold moved: every domain
-            doms = np.flatnonzero(now != above[j])
-            above[j] = now
-        else:
-            moved = ds.changed_since(old[3])
-            if moved is None:
-                return None
-            moved = moved[moved < above[j].shape[0]]
-            now = ds.sums[moved] > t
-            doms = moved[now != above[j][moved]]
-            above[j][doms] = now[now != above[j][moved]]
-        if not doms.shape[0]:
-            continue
-        ptr, by_dom = grouped(_DomainMap(node_domains_p1(state, k), ds.sums))
-        for d in doms.tolist():
-            a, b = int(ptr[d]), int(ptr[d + 1])
-            n += b - a
-            if n > budget:
-                return None
-            chunks.append(by_dom[a:b])
-    if not chunks:
-        return np.zeros(0, np.int64)
-    return np.unique(np.concatenate(chunks))
-
-def _codes_at(state, parts, thresh, rows) -> np.ndarray:
-    """[M] the codes of node rows ``rows`` [M] (``codes_by_row``'s rules)."""
-    out = np.zeros(rows.shape[0], np.int64)
-    for (c, k, ds), t in zip(parts, thresh):
-        undecided = out == 0
-        if ds is None:
-            out[undecided] = 1
-            continue
-        d = node_domains(state, k)[rows]
-        has = d >= 0
-        out[undecided & ~has] = 1
-        out[undecided & has & (ds.sums[np.where(has, d, 0)] > t)] = 2
-    return out
 
 
 def new(args, handle):

@@ -1,11 +1,9 @@
 """Preemption's retry checks one node row (``evaluator.fits_on_row``):
 PodTopologySpread's and InterPodAffinity's ``filter_row`` equal their
 ``filter`` over every row at that row, on random clusters with pods bound
-and evicted between the checks (the kept minimum and PodTopologySpread's
-kept codes follow them) and with nominated pods; the retry evaluates the
-preemptor's spread filter on one row, not on N; and after one eviction the
-failed cycle's spread filter re-evaluates the rows of the domains that
-flipped, not N."""
+and evicted between the checks (the kept minimum follows them) and with
+nominated pods; and the retry evaluates the preemptor's spread filter on
+one row, not on N."""
 
 from __future__ import annotations
 
@@ -20,7 +18,6 @@ from support.preemption import (
 )
 
 from tensorsched.framework.config import plugin_names as names
-from tensorsched.framework.plugins.pod_topology_spread import PodTopologySpread
 from tensorsched.framework.preemption.evaluator import fits_on_row
 from tensorsched.framework.preemption.host_search import active_host_filters
 from tensorsched.framework.runtime.nominated_pods import NOMINATED_PODS, NominatedPods
@@ -92,12 +89,9 @@ def _check_every_row(fw, state, pod, nominated=None) -> set:
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
-@given(cases(), st.booleans())
-def test_one_row_equals_the_whole_filter_at_that_row(case, kept):
+@given(cases())
+def test_one_row_equals_the_whole_filter_at_that_row(case):
     objs, pre, steps, nominees = case
-    # kept: the whole filter's answer kept but for the rows of flipped
-    # domains, however many (else only up to an eighth of the rows)
-    PodTopologySpread.MOVED_SHARE = 1 if kept else 8
     cluster = build_cluster(objs, PREEMPTION_CONFIG)
     pod = cluster.resolve(pre)
     fw = cluster.framework_for(pod, "numpy")
@@ -111,7 +105,6 @@ def test_one_row_equals_the_whole_filter_at_that_row(case, kept):
             if keys:
                 state.remove_pod(keys[at % len(keys)])
         _check_every_row(fw, state, pod)
-    PodTopologySpread.MOVED_SHARE = 8
     if nominees:
         by_row: dict = {}
         for j, (at, app) in enumerate(nominees):
@@ -150,42 +143,3 @@ def test_the_retry_evaluates_the_spread_filter_on_one_row():
     assert whole[state.node_rows["n5"]]
     assert spread.rows_evaluated - before[names.POD_TOPOLOGY_SPREAD] == 1 + nodes
 
-
-def test_after_an_eviction_the_filter_re_evaluates_the_flipped_rows_only():
-    nodes = 200
-    objs = []
-    for i in range(nodes):
-        objs.append(preemption_node(f"n{i}", 400, 10, f"z{i % 3}"))
-        objs += [preemption_pod(f"p{i}-{k}", f"n{i}", cpu=100, start=k) for k in range(4)]
-    pre = preemption_pod("preemptor", prio=10, cpu=100, spread=((HOST, 1, "a"),))
-    cluster = build_cluster(objs, PREEMPTION_CONFIG)
-    pod = cluster.resolve(pre)
-    fw = cluster.framework_for(pod, "numpy")
-    state = cluster.state
-    spread = next(p for p in fw.filters if p.name == names.POD_TOPOLOGY_SPREAD)
-    ctx = CycleContext(state, pod, fw)
-    rows = state.valid_rows()
-    assert np.asarray(spread.filter(ctx, rows)).all()       # 4 each: skew 0 + 1
-    state.remove_pod("default/p7-0")        # n7: 3, the minimum: the threshold moves
-    got = np.asarray(spread.filter(ctx, rows))
-    assert got.tolist() == [r == state.node_rows["n7"] for r in rows.tolist()]
-    state.remove_pod("default/p9-0")        # n9: 3 too, the threshold stays
-    seen = spread.rows_evaluated
-    got = np.asarray(spread.filter(ctx, rows))
-    assert spread.rows_evaluated - seen == 1
-    assert got.tolist() == [r in (state.node_rows["n7"], state.node_rows["n9"])
-                            for r in rows.tolist()]
-    state.remove_pod("default/p100-1")      # n100: 3
-    state.remove_pod("default/p100-2")      # n100: 2, the minimum: the threshold moves
-    seen = spread.rows_evaluated
-    got = np.asarray(spread.filter(ctx, rows))
-    assert got.tolist() == [r == state.node_rows["n100"] for r in rows.tolist()]
-    assert spread.rows_evaluated - seen == 3     # the domains at 3 and n100 flipped
-    for i in range(30, 60):                 # more rows flipped than an eighth: whole
-        state.remove_pod(f"default/p{i}-0")
-        state.remove_pod(f"default/p{i}-1")
-    seen = spread.rows_evaluated
-    got = np.asarray(spread.filter(ctx, rows))
-    assert got.tolist() == [r == state.node_rows["n100"] or 30 <= int(
-        state.node_name(r)[1:]) < 60 for r in rows.tolist()]
-    assert spread.rows_evaluated - seen == nodes
