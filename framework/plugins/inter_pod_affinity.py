@@ -137,6 +137,9 @@ class InterPodAffinity(Plugin):
         self._codes = None          # (pod, state, its version, codes by row) of the last filter
         self._by_row = None         # (state, signature, codes by row, fits by row)
         self._scores = None         # (state, signature, raw score by row)
+        # node rows the filter's codes were computed for (whole passes over
+        # the rows and one-row checks: tests and benches)
+        self.rows_evaluated = 0
 
     # ----------------------------------------------------------- filter
     def _existing_anti(self, state, pod):
@@ -237,6 +240,7 @@ class InterPodAffinity(Plugin):
             elif ds.positive:
                 D.host.domain_rule(codes, node_domains_p1(state, k), ds.sums, 0, 0, code, 0)
         codes.flags.writeable = False
+        self.rows_evaluated += codes.shape[0]
         self._by_row = (state, sig, codes, codes == 0)
         return codes
 
@@ -290,6 +294,28 @@ class InterPodAffinity(Plugin):
         codes = self.codes_by_row(ctx.state, ctx.pod, ctx.data.get(NAME))
         self._codes = (ctx.pod, ctx.state, ctx.state.version, codes)
         return np.take(self._by_row[3], rows)
+
+    def filter_row(self, ctx, row: int) -> bool:
+        """``filter(ctx, [row])[0]`` in O(conditions): the one node row
+        preemption's retry checks (``evaluator.fits_on_row``), read from
+        the domain sums (``codes_by_row``'s rules on that row alone)."""
+        state = ctx.state
+        self.rows_evaluated += 1
+        parts, first_of_group = self._filter_parts(state, ctx.pod, ctx.data.get(NAME))
+        for code, k, ds, _ in parts:
+            if code == 1:
+                if ds is None:
+                    return False
+                d = int(node_domains(state, k)[row])
+                # lacking the key fails; else a matching pod in the domain,
+                # unless the pod is the first of its group
+                if d < 0 or (ds.sums[d] <= 0 and not first_of_group):
+                    return False
+            elif ds.positive:
+                d = int(node_domains(state, k)[row])
+                if d >= 0 and ds.sums[d] > 0:
+                    return False
+        return True
 
     def unresolvable(self, ctx, rows):
         """[M] bool: rows failing the pod's required affinity (a status

@@ -45,6 +45,7 @@ upstream scores.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,6 +81,7 @@ from tensorsched.framework.state.domain_counts import (
     node_domains_p1,
     pod_count_index,
 )
+from tensorsched.framework.state.domain_minimum import INF, Least, PresentMinimum, least_of
 from tensorsched.framework.state.query import QueryOptions, compile_query, pod_signature
 from tensorsched.kernels import domains as D
 from tensorsched.kernels import layout as L
@@ -195,6 +197,12 @@ class PodTopologySpread(Plugin):
             for d in defaults if d.when_unsatisfiable == a)
             for a in ("DoNotSchedule", "ScheduleAnyway")}
         self._default_memo: dict = {}   # (action, selector) -> constraints
+        # DomainSums serial -> PresentMinimum: the least sums of each filter
+        # count, kept by the domains its updates moved (``least``)
+        self._minima: OrderedDict = OrderedDict()
+        # node rows the filter's codes were computed for (whole passes over
+        # the rows and one-row checks: tests and benches)
+        self.rows_evaluated = 0
 
     # ----------------------------------------------------------- helpers
     def constraints(self, state, pod, action: str) -> tuple[tuple, bool]:
@@ -218,6 +226,28 @@ class PodTopologySpread(Plugin):
             got = tuple(Constraint(ms, key, sel, md, ha, ht) for ms, key, md, ha, ht in shapes)
             self._default_memo[(action, sel)] = got
         return got, not self._system
+
+    MAX_MINIMA = 64
+
+    def least(self, ds) -> Least:
+        """The least sums over the present domains of ``ds`` (a DomainSums)
+        now, kept between calls by the domains its updates moved
+        (``state.domain_minimum``): O(domains moved), not O(domains)."""
+        got = self._minima.get(ds.serial)
+        if got is None:
+            got = self._minima[ds.serial] = PresentMinimum(ds)
+            while len(self._minima) > self.MAX_MINIMA:
+                self._minima.popitem(last=False)
+        else:
+            self._minima.move_to_end(ds.serial)
+        return got.read()
+
+    def _global_min(self, ds, c: Constraint) -> int:
+        """``kernels.domains.min_match`` of ``ds`` for constraint ``c``."""
+        lst = self.least(ds)
+        if lst.n_present < c.min_domains or lst.n_present == 0:
+            return 0
+        return lst.m1
 
     def _key_col(self, state, key: str) -> int:
         return state.label_keys.get(key)
@@ -322,12 +352,13 @@ class PodTopologySpread(Plugin):
             if ds is None:
                 codes[codes == 0] = 1
                 continue
-            gmin = D.min_match(ds.sums, ds.present, c.min_domains)
+            gmin = self._global_min(ds, c)
             self_match = 1 if selector_matches(c.selector, pod.labels) else 0
             # Lacking the key: 1; sums + self - min > maxSkew: 2.
             D.host.domain_rule(codes, node_domains_p1(state, k), ds.sums,
                                c.max_skew - self_match + gmin, 1, 2, 0)
         codes.flags.writeable = False
+        self.rows_evaluated += codes.shape[0]
         self._by_row = (state, sig, codes, codes == 0)
         return codes
 
@@ -382,7 +413,7 @@ class PodTopologySpread(Plugin):
             parts.append((c, node_domains(state, k), ds, pred,
                           1 if selector_matches(c.selector, pod.labels) else 0,
                           lambda key=key, pred=pred: index.counts(key, pred), extras.get(i)))
-        probe = SpreadProbe(parts)
+        probe = SpreadProbe(parts, self.least)
         self._probe = (state, state.version, pod, nominated, probe)
         return probe
 
@@ -413,6 +444,34 @@ class PodTopologySpread(Plugin):
         codes = self._nominated_codes(ctx, codes)
         self._codes = (ctx.pod, ctx.state, ctx.state.version, codes, nom)
         return np.take(codes == 0, rows)
+
+    def filter_row(self, ctx, row: int) -> bool:
+        """``filter(ctx, [row])[0]`` in O(constraints): the one node row
+        preemption's retry checks (``evaluator.fits_on_row``), without the
+        codes of every row."""
+        return self.row_code(ctx, row) == 0
+
+    def row_code(self, ctx, row: int) -> int:
+        """The code (``filter_codes``) of node row ``row`` with the cycle's
+        nominated pods, as ``filter`` gives it, read from the domain sums
+        and their kept minimum: O(constraints)."""
+        state, pod = ctx.state, ctx.pod
+        self.rows_evaluated += 1
+        nom = nominated_pods(ctx)
+        if nom and row in nom.by_row:
+            # its nominated pods join its own domain (``_nominated_codes``)
+            probe = self.victim_probe(state, pod, nom)
+            return int(probe.codes(np.array([row], np.int64))[0])
+        for c, k, _, _, ds in self._filter_sums(state, pod):
+            if ds is None:
+                return 1
+            d = int(node_domains(state, k)[row])
+            if d < 0:
+                return 1
+            self_match = 1 if selector_matches(c.selector, pod.labels) else 0
+            if int(ds.sums[d]) > c.max_skew - self_match + self._global_min(ds, c):
+                return 2
+        return 0
 
     def unresolvable(self, ctx, rows):
         """[M] bool: rows failing for a missing topology key (a status
@@ -603,7 +662,9 @@ class SpreadProbe:
     is min(least sum over the other present domains, the row's domain sum
     when present): the baseline's two smallest present sums give the first
     term in O(1).  Zero when fewer than minDomains domains are present, as
-    ``kernels.domains.min_match``.
+    ``kernels.domains.min_match``.  The two smallest come from the plugin's
+    ``least`` (kept between preemptors by the domains that moved), not from
+    a pass over every domain.
 
     ``at(row)`` once per row, then ``code(parts, deltas)`` per test.
 
@@ -616,9 +677,15 @@ class SpreadProbe:
     ``tests/test_preemption_host_filters.py`` checks it against the filter
     on the real state."""
 
-    INF = 1 << 62
+    INF = INF
 
-    def __init__(self, parts):
+    def __init__(self, parts, least=None):
+        """``parts``: per constraint, None (no node has its key) or (constraint,
+        [n_rows] domain ids, DomainSums, count predicate, 1 if the pod
+        matches its selector, () -> counts, nominated extras or None);
+        ``least(ds) -> domain_minimum.Least`` the least sums of a
+        DomainSums (default: computed whole; the plugin's are kept by the
+        domains that moved)."""
         self.parts = []
         self.counts = []        # per constraint with a key: () -> [rows] matching pods
         self.preds = []         # per constraint with a key: record -> counts
@@ -630,15 +697,8 @@ class SpreadProbe:
             self.counts.append(counts)
             self.preds.append(pred)
             present = ds.present
-            n_present = int(present.sum())
-            vals = ds.sums[present]
-            if vals.shape[0]:
-                m1 = int(vals.min())
-                n_m1 = int((vals == m1).sum())
-                rest = vals[vals > m1]
-                m2 = int(rest.min()) if rest.shape[0] else self.INF
-            else:
-                m1, n_m1, m2 = self.INF, 0, self.INF
+            n_present, m1, n_m1, m2 = (least(ds) if least is not None
+                                       else least_of(ds.sums, present))
             enforce = n_present >= c.min_domains and n_present > 0
             self.parts.append((c.max_skew - self_match, dom, ds, pred, present,
                                enforce, m1, n_m1, m2, extra))

@@ -60,6 +60,7 @@ from tensorsched.kernels.fused import filters
 from tensorsched.kernels.victims import on_counts as VS
 from tensorsched.kernels.victims import pick as VP
 from tensorsched.kernels.victims import search as V
+from tensorsched.kernels.victims import statuses as VT
 from tensorsched.kernels.victims.device import DeviceVictims, decode_code
 
 from .filter_hooks import exempt_bits
@@ -358,39 +359,72 @@ def nodes_where_preemption_might_help(codes) -> np.ndarray:
     return (codes != int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)) & (codes != int(Code.SUCCESS))
 
 
-def status_codes(fw, reasons: np.ndarray, ctx=None, rows: np.ndarray | None = None) -> np.ndarray:
+def status_codes(fw, reasons: np.ndarray, ctx=None, rows: np.ndarray | None = None, *,
+                 start: int = 0) -> np.ndarray:
     """[M] the status code of the first rejecting filter plugin (profile order)
     per node, from the fused reason bits; -1 for free rows.
 
-    ``ctx`` and ``rows`` ([M] node rows, evaluation order) let a host filter
-    with ``unresolvable(ctx, rows) -> [M] bool`` (PodTopologySpread's missing
+    ``ctx`` and ``rows`` ([M] node rows) let a host filter with
+    ``unresolvable(ctx, rows) -> [M] bool`` (PodTopologySpread's missing
     key, InterPodAffinity's required affinity) report
-    UnschedulableAndUnresolvable where it does upstream."""
-    reasons = np.asarray(reasons, np.int64)
-    codes = np.full(reasons.shape[0], int(Code.SUCCESS), np.int64)
-    undecided = reasons != 0
-    pf = undecided & ((reasons & int(L.R_PREFILTER_NAMES)) != 0)
-    codes[pf] = int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
-    undecided &= ~pf
-    # Plugins none of whose bits occur reject no node (most of a profile's).
-    present = int(np.bitwise_or.reduce(reasons)) if reasons.shape[0] else 0
+    UnschedulableAndUnresolvable where it does upstream; it is asked about
+    the rows it rejects first only.  ``start``: position j of ``reasons``
+    is position (start + j) % M of ``rows`` and of the answer (a cycle's
+    evaluation order in, row order out); 0: the same order.
+
+    One compiled pass (``kernels.victims.statuses``)."""
+    reasons = np.ascontiguousarray(reasons, np.int64)
+    m = reasons.shape[0]
+    bits, code_of, ask = _rejectors(fw, ctx)
+    codes = np.empty(m, np.int64)
+    pending = VT.host.first_rejector(reasons, int(start) % max(m, 1), bits, code_of,
+                                     int(L.R_PREFILTER_NAMES),
+                                     int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
+                                     int(Code.ERROR), int(L.R_INVALID_ROW), codes)
+    if pending:
+        at = np.flatnonzero(codes <= -2)
+        for p, plugin in ask:
+            mine = at[codes[at] == -(2 + p)]
+            if not mine.shape[0]:
+                continue
+            unres = np.asarray(plugin.unresolvable(ctx, np.asarray(rows)[mine]), bool)
+            codes[mine] = np.where(unres, int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
+                                   int(Code.UNSCHEDULABLE))
+    return codes
+
+
+def _rejectors(fw, ctx):
+    """(bits [P] int64, code_of [P] int64, [(p, plugin)]) of the profile's
+    filters with reason bits, profile order: the code each reports where
+    it rejects first, -1 where the plugin is asked (``unresolvable``, with
+    ``ctx``), and those plugins by position."""
+    bits, code_of, ask = [], [], []
     for p in fw.filters:
         rb = int(getattr(p, "reason_bits", 0))
-        if not rb & present:
+        if not rb:
             continue
-        hit = undecided & ((reasons & rb) != 0)
         if isinstance(p, FusedFilter) and p.always_unresolvable:
-            codes[hit] = int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
-        elif ctx is not None and hit.any() and hasattr(p, "unresolvable"):
-            unres = np.asarray(p.unresolvable(ctx, rows), bool)
-            codes[hit] = np.where(unres[hit], int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
-                                  int(Code.UNSCHEDULABLE))
+            code = int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        elif ctx is not None and hasattr(p, "unresolvable"):
+            code = -1
+            ask.append((len(bits), p))
         else:
-            codes[hit] = int(Code.UNSCHEDULABLE)
-        undecided &= ~hit
-    codes[undecided] = int(Code.ERROR)
-    codes[reasons == int(L.R_INVALID_ROW)] = -1
-    return codes
+            code = int(Code.UNSCHEDULABLE)
+        bits.append(rb)
+        code_of.append(code)
+    return np.array(bits, np.int64), np.array(code_of, np.int64), ask
+
+
+def rows_where_preemption_might_help(codes_rows: np.ndarray, all_rows: np.ndarray) -> tuple[np.ndarray, int]:
+    """(the rows of ``all_rows`` [M] where preemption might help
+    (``nodes_where_preemption_might_help`` of ``codes_rows`` [M], row
+    order), how many of the others hold a status: Success or
+    UnschedulableAndUnresolvable), in one compiled pass."""
+    out = np.empty(all_rows.shape[0], np.int64)
+    n, unhelpful = VT.host.helpful_rows(np.ascontiguousarray(codes_rows, np.int64),
+                                        np.ascontiguousarray(all_rows, np.int64),
+                                        int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), out)
+    return out[:n], int(unhelpful)
 
 
 def status_of_bits(fw, ctx, row: int, bits: int) -> Status:
@@ -470,10 +504,9 @@ def _codes_by_row(fw, ctx, result, node_codes, absent_code) -> np.ndarray:
                          for r in all_rows], np.int64)
     if not result.prefilter_status.ok:
         return np.full(all_rows.shape[0], int(result.prefilter_status.code), np.int64)
-    m = all_rows.shape[0]
-    codes_eval = status_codes(fw, result.reasons, ctx, result.rows)
-    # Evaluation order -> row order (position j is row start + j, wrapped).
-    return np.roll(codes_eval, result.start % max(m, 1))
+    # Evaluation order in, row order out (position j is row-order position
+    # start + j, wrapped).
+    return status_codes(fw, result.reasons, ctx, all_rows, start=result.start)
 
 
 def _failure_reasons(fw, ctx, failures, counts: dict[str, int]) -> None:
@@ -713,11 +746,10 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
                                 eligible=False)
     # 1) The nodes where evicting pods might help.
     codes_rows = _codes_by_row(fw, ctx, result, node_codes, absent_code)
-    helps = nodes_where_preemption_might_help(codes_rows)
-    potential = result.all_rows[helps] if potential_rows is None else np.asarray(
-        potential_rows, np.int64)
+    potential, unhelpful = rows_where_preemption_might_help(codes_rows, result.all_rows)
+    if potential_rows is not None:
+        potential = np.asarray(potential_rows, np.int64)
     counts: dict[str, int] = {}
-    unhelpful = int((~helps & (codes_rows >= 0)).sum())
     if unhelpful:
         counts[NOT_HELPFUL] = unhelpful
     n = potential.shape[0]
@@ -796,7 +828,11 @@ def _dry_run(fw, state, q, prio, pods, scan, cap, search, table):
 
 def fits_on_row(state: ClusterState, q, row: int, host_filters=(), ctx=None) -> bool:
     """The built-in filters of query ``q`` pass on node ``row`` now, and so
-    do ``host_filters`` (``PreemptionResult.host_filters``, run with ``ctx``)."""
+    do ``host_filters`` (``PreemptionResult.host_filters``, run with ``ctx``).
+
+    A host filter with ``filter_row(ctx, row) -> bool`` (PodTopologySpread,
+    InterPodAffinity: O(constraints) from their domain sums) answers for
+    the one row; the others' ``filter`` runs on it."""
     cols = state.columns()
     q2 = V.pad_query(cols, q)
     one = np.array([row], np.int64)
@@ -807,4 +843,9 @@ def fits_on_row(state: ClusterState, q, row: int, host_filters=(), ctx=None) -> 
             bits &= ~int(got[0])
     if bits != 0:
         return False
-    return all(bool(np.asarray(p.filter(ctx, one))[0]) for p in host_filters)
+    for p in host_filters:
+        one_row = getattr(p, "filter_row", None)
+        ok = one_row(ctx, row) if one_row is not None else bool(np.asarray(p.filter(ctx, one))[0])
+        if not ok:
+            return False
+    return True

@@ -1,0 +1,120 @@
+"""``evaluator.status_codes`` (one compiled pass) and the rows where
+preemption might help give, on random reason bits and profiles, what the
+plain rules give: per node the code of the first rejecting filter in
+profile order (PreFilter's node set unresolvable, always-unresolvable
+filters, host filters asked per node), Error for unknown bits, -1 for free
+rows; rotated from evaluation order to row order by ``start``; a host
+filter is asked about the rows it rejects first only."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tensorsched.framework.preemption.evaluator import (
+    nodes_where_preemption_might_help,
+    rows_where_preemption_might_help,
+    status_codes,
+)
+from tensorsched.framework.runtime.plugin import FusedFilter
+from tensorsched.framework.runtime.status import Code
+from tensorsched.kernels import layout as L
+
+UNRES, UNSCHED = int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), int(Code.UNSCHEDULABLE)
+
+
+class _Fused(FusedFilter):
+    def __init__(self, bits, always):
+        self.reason_bits = bits
+        self.always_unresolvable = always
+
+    def explain_reasons(self, ctx, row, bits):
+        raise AssertionError("not asked")
+
+
+class _Host:
+    """A host filter whose missing-key nodes (``unres_rows``) are unresolvable."""
+
+    def __init__(self, bits, unres_rows):
+        self.reason_bits = bits
+        self.unres_rows = set(unres_rows)
+        self.asked: list = []
+
+    def unresolvable(self, ctx, rows):
+        rows = np.asarray(rows).tolist()
+        self.asked += rows
+        return np.array([r in self.unres_rows for r in rows], bool)
+
+
+class _Fw:
+    def __init__(self, filters):
+        self.filters = filters
+
+
+def _plain(fw, reasons, ctx, rows):
+    """The rules, node by node."""
+    out = []
+    for r, row in zip(reasons.tolist(), rows.tolist()):
+        if r == int(L.R_INVALID_ROW):
+            out.append(-1)
+        elif r == 0:
+            out.append(0)
+        elif r & int(L.R_PREFILTER_NAMES):
+            out.append(UNRES)
+        else:
+            code = int(Code.ERROR)
+            for p in fw.filters:
+                if r & p.reason_bits:
+                    if isinstance(p, FusedFilter) and p.always_unresolvable:
+                        code = UNRES
+                    elif ctx is not None and hasattr(p, "unresolvable"):
+                        code = UNRES if row in p.unres_rows else UNSCHED
+                    else:
+                        code = UNSCHED
+                    break
+            out.append(code)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_codes_follow_the_first_rejecting_filter(data):
+    m = data.draw(st.integers(0, 40), label="nodes")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    # bit 5 is PreFilter's, bit 15 a free row; the filters own other bits
+    own = [b for b in range(20) if b not in (5, 15)]
+    rng.shuffle(own)
+    filters = []
+    for k in range(data.draw(st.integers(0, 6), label="filters")):
+        bits = (1 << own[2 * k]) | (1 << own[2 * k + 1])
+        kind = data.draw(st.sampled_from(["fused", "always", "host"]))
+        filters.append(_Host(bits, rng.integers(0, 40, 10).tolist()) if kind == "host"
+                       else _Fused(bits, kind == "always"))
+    fw = _Fw(filters)
+    pick = np.array([0, 1 << 5, 1 << 15] + [1 << b for b in own[:16]], np.int64)
+    reasons = np.bitwise_or.reduce(
+        pick[rng.integers(0, pick.shape[0], (m, 2))], axis=1) if m else np.zeros(0, np.int64)
+    reasons[rng.random(m) < 0.2] = 0
+    reasons[rng.random(m) < 0.1] = int(L.R_INVALID_ROW)
+    all_rows = np.sort(rng.choice(60, m, replace=False)).astype(np.int64)
+    start = data.draw(st.integers(0, max(m - 1, 0)), label="start")
+    ctx = data.draw(st.sampled_from([None, object()]), label="ctx")
+    # evaluation order: position j is row-order position (start + j) % m
+    eval_rows = np.roll(all_rows, -start) if m else all_rows
+    want_eval = _plain(fw, reasons, ctx, eval_rows)
+    assert status_codes(fw, reasons, ctx, eval_rows).tolist() == want_eval
+    asked = sorted(r for p in filters if isinstance(p, _Host) for r in p.asked)
+    for p in filters:
+        if isinstance(p, _Host):
+            p.asked = []
+    got = status_codes(fw, reasons, ctx, all_rows, start=start)
+    want_rows = np.roll(np.array(want_eval, np.int64), start) if m else np.zeros(0, np.int64)
+    assert got.tolist() == want_rows.tolist()
+    # a host filter is asked about the rows it rejects first, once each
+    assert sorted(r for p in filters if isinstance(p, _Host) for r in p.asked) == asked
+    assert len(asked) == len(set(asked))
+    helps = nodes_where_preemption_might_help(got)
+    rows, unhelpful = rows_where_preemption_might_help(got, all_rows)
+    assert rows.tolist() == all_rows[helps].tolist()
+    assert unhelpful == int((~helps & (got >= 0)).sum())
