@@ -60,7 +60,9 @@ from tensorsched.kernels.fused import filters
 from tensorsched.kernels.victims import on_counts as VS
 from tensorsched.kernels.victims import pick as VP
 from tensorsched.kernels.victims import search as V
+from tensorsched.kernels.fused.source import LOG_READ_MAX
 from tensorsched.kernels.victims.device import DeviceVictims, decode_code
+from tensorsched.kernels.victims.sync_journal import SyncJournal
 
 from .filter_hooks import exempt_bits
 from .host_search import HostVictimSearch, active_host_filters
@@ -93,11 +95,19 @@ def _words(n: int) -> int:
 
 class PodTable:
     """``VictimPods`` kept in step with a ClusterState: rows written since the
-    last sync (``row_version``) are re-read, the rest are kept.
+    last sync are re-read, the rest are kept.  The rows written are found
+    from the state's write log (``ClusterState.write_log``: O(writes since
+    the last sync)), or, where the log no longer reaches back to the last
+    sync or holds more entries since than a scan costs, by a scan of
+    ``row_version`` (O(N)).  Counters: ``rows_scanned`` (log entries or
+    ``row_version`` cells looked at to find them), ``rows_read`` (rows
+    re-read), ``scans`` (syncs that scanned).
 
     For a device mirror (``device``): ``layout`` counts reallocations,
-    ``syncs`` the syncs, and ``row_stamp[i]`` is the sync that last wrote
-    row i, so the mirror uploads only the rows newer than its last upload."""
+    ``syncs`` the syncs, ``row_stamp[i]`` is the sync that last wrote row
+    i and ``written`` (a ``SyncJournal``) the rows each recent sync wrote,
+    so the mirror uploads only the rows newer than its last upload, found
+    in O(rows written)."""
 
     def __init__(self, state: ClusterState, pdbs=()):
         self.state = state
@@ -114,6 +124,10 @@ class PodTable:
         self.layout = 0
         self.syncs = 0
         self.row_stamp = np.zeros(0, np.int64)
+        self.written = SyncJournal()
+        self.rows_scanned = 0
+        self.rows_read = 0
+        self.scans = 0
         self._device = None
         # the probes' tables of the device search on counts, kept between
         # preemptors (updated and sent by the rows that change)
@@ -162,6 +176,7 @@ class PodTable:
         self.keys = [[] for _ in range(n)]
         self.row_stamp = np.zeros(n, np.int64)
         self.layout += 1
+        self.written.reset(self.syncs)     # followers upload a new layout whole
 
     def sync(self) -> V.VictimPods:
         st = self.state
@@ -178,7 +193,7 @@ class PodTable:
             self._alloc(n, max(need_c, c, 1), r, wp, wb)
             rows = range(st.n_rows)
         else:
-            rows = np.flatnonzero(st.row_version[: st.n_rows] > self.seen)
+            rows = self._rows_written()
             if self._kept:
                 same = np.fromiter(self._kept.keys(), np.int64, len(self._kept))
                 at = np.fromiter(self._kept.values(), np.int64, len(self._kept))
@@ -195,12 +210,35 @@ class PodTable:
         for i in rows:
             self._write_row(int(i))
         rows = np.asarray(rows, np.int64)
+        self.rows_read += rows.shape[0]
         self.row_stamp[rows] = self.syncs
+        self.written.add(self.syncs, rows)
         VS.index_rows(rows, self.count, self.prio, self.start, self.shp, self.cls, self.ports,
                       self.pdb, self.dying, self.order, self.alike_from)
         self.seen = st.version
         return V.VictimPods(self.count, self.prio, self.start, self.req, self.ports,
                             self.pdb, self.allowed())
+
+    def _rows_written(self) -> np.ndarray:
+        """[k] int64 ascending: the rows the state wrote after version
+        ``seen`` (the last sync): from the state's write log when it holds
+        every write since and at most ``max(LOG_READ_MAX, N // 8)`` entries
+        after ``seen`` (a numpy ``logged_rows``: O(entries)), else by a
+        scan of ``row_version`` (O(N))."""
+        st = self.state
+        n = st.n_rows
+        log = getattr(st, "write_log", None)
+        if log is not None and self.seen >= log.floor:
+            length = log.length
+            # the first entry after ``seen`` (versions are non-decreasing)
+            lo = int(np.searchsorted(log.versions[:length], self.seen, side="right"))
+            if length - lo <= max(LOG_READ_MAX, n // 8):
+                self.rows_scanned += length - lo
+                got = np.unique(log.rows[lo:length])
+                return got[got < n]
+        self.rows_scanned += n
+        self.scans += 1
+        return np.flatnonzero(st.row_version[:n] > self.seen)
 
     @property
     def mirror(self) -> DeviceVictims | None:
@@ -213,7 +251,7 @@ class PodTable:
         ``search.fit_pods`` where the node columns grew)."""
         if self._device is None:
             self._device = DeviceVictims()
-        self._device.sync_pods(pods, self.layout, self.row_stamp, self.syncs)
+        self._device.sync_pods(pods, self.layout, self.row_stamp, self.syncs, self.written)
         return self._device
 
     def _write_row(self, i: int) -> None:
@@ -673,7 +711,7 @@ def _device_counts_visit(fw, state, q, prio, pods, scan, cap, table, search):
     cols = table.node_columns()
     dev = table.device(V.fit_pods(cols, pods))
     dev.sync_index(table.order, table.cls, table.dying, table.alike_from, table.layout,
-                   table.row_stamp, table.syncs)
+                   table.row_stamp, table.syncs, table.written)
     stage = fw.stage_backend(VICTIMS).device_stage(state, q)
     lowering = nominated_lowering(state, table)
     got = dev.counts_search_and_pick(

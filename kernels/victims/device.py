@@ -109,8 +109,11 @@ class DeviceVictims:
     the device (see the module docstring).  Counters for tests and benches:
     ``full_uploads``, ``rows_uploaded``; and the traffic of every call:
     ``launches`` (kernels), ``copies`` (host -> device), ``bytes_uploaded``,
-    ``copies_back`` (device -> host), ``bytes_downloaded``, and
-    ``probe_rows_uploaded`` (rows of the probes' tables sent)."""
+    ``copies_back`` (device -> host), ``bytes_downloaded``,
+    ``probe_rows_uploaded`` (rows of the probes' tables sent), and how the
+    pod and index tables found their changed rows: ``journal_reads`` (from
+    the host table's ``SyncJournal``) or ``stamp_scans`` (a pass over
+    ``row_stamp``)."""
 
     def __init__(self):
         from numba import cuda
@@ -143,6 +146,8 @@ class DeviceVictims:
         self.bytes_downloaded = 0
         self.counts_searches = 0            # ``counts_search_and_pick`` calls
         self.probe_rows_uploaded = 0        # probe table rows sent (``_following``)
+        self.stamp_scans = 0                # syncs that passed over ``row_stamp`` (O(N))
+        self.journal_reads = 0              # syncs that took their rows from a journal
 
     def _up(self, host: np.ndarray, dev=None):
         """``host`` to the device (into ``dev`` when given), counted."""
@@ -164,13 +169,28 @@ class DeviceVictims:
         """The traffic counters by name (benches)."""
         return {k: int(getattr(self, k)) for k in
                 ("launches", "copies", "bytes_uploaded", "copies_back", "bytes_downloaded",
-                 "full_uploads", "rows_uploaded", "counts_searches", "probe_rows_uploaded")}
+                 "full_uploads", "rows_uploaded", "counts_searches", "probe_rows_uploaded",
+                 "stamp_scans", "journal_reads")}
 
     # ------------------------------------------------------------ pod tables
-    def sync_pods(self, pods: V.VictimPods, layout, row_stamp: np.ndarray, stamp: int) -> None:
+    def _dirty(self, row_stamp: np.ndarray, n: int, seen: int, written) -> np.ndarray:
+        """[k] int64 ascending: the rows among the first ``n`` stamped above
+        ``seen``: from ``written`` (a ``SyncJournal``) when it still holds
+        every sync since (O(rows written)), else by a pass over
+        ``row_stamp`` (O(N)).  Counted: ``stamp_scans``, ``journal_reads``."""
+        got = None if written is None else written.rows_since(seen)
+        if got is None:
+            self.stamp_scans += 1
+            return np.flatnonzero(row_stamp[:n] > seen)
+        self.journal_reads += 1
+        return got[got < n] if got.shape[0] and got[-1] >= n else got
+
+    def sync_pods(self, pods: V.VictimPods, layout, row_stamp: np.ndarray, stamp: int,
+                  written=None) -> None:
         """Bring the device tables level with ``pods`` (rows whose
-        ``row_stamp`` is above the last upload's ``stamp``)."""
-        cuda = self._cuda
+        ``row_stamp`` is above the last upload's ``stamp``; ``written``,
+        the table's ``SyncJournal``, names them without a pass over
+        ``row_stamp``)."""
         tables = pods[:6]
         shape = tuple(a.shape for a in tables)
         if layout != self._layout or shape != self._shape:
@@ -180,7 +200,7 @@ class DeviceVictims:
             self.rows_uploaded += tables[0].shape[0]
         elif stamp != self._seen:
             n = tables[0].shape[0]
-            dirty = np.flatnonzero(row_stamp[:n] > self._seen)
+            dirty = self._dirty(row_stamp, n, self._seen, written)
             if dirty.shape[0] * 4 > n:
                 for dev, a in zip(self._tables, tables):
                     self._up(np.ascontiguousarray(a), dev)
@@ -200,13 +220,14 @@ class DeviceVictims:
             self._allowed = (allowed, self._up(np.ascontiguousarray(allowed)))
 
     def sync_index(self, order: np.ndarray, cls: np.ndarray, dying: np.ndarray,
-                   alike_from: np.ndarray, layout, row_stamp: np.ndarray, stamp: int) -> None:
+                   alike_from: np.ndarray, layout, row_stamp: np.ndarray, stamp: int,
+                   written=None) -> None:
         """Bring the resident index table (the search on counts reads it:
         per row the importance order, class ids, terminating flags [N, C]
         and the alike tail [N]) level with the host's, as ``sync_pods``
         does the pod tables: whole on a new layout, else the rows whose
         ``row_stamp`` is above the last upload (one packed copy, one
-        scatter)."""
+        scatter; ``written`` as ``sync_pods``')."""
         n, c = order.shape
 
         def rows_of(idx):
@@ -217,7 +238,7 @@ class DeviceVictims:
             self._index = self._up(np.ascontiguousarray(rows_of(slice(None)), np.int64))
             self._index_key = key
         elif stamp != self._index_seen:
-            dirty = np.flatnonzero(row_stamp[:n] > self._index_seen)
+            dirty = self._dirty(row_stamp, n, self._index_seen, written)
             if dirty.shape[0] * 4 > n:
                 self._up(np.ascontiguousarray(rows_of(slice(None)), np.int64), self._index)
             elif dirty.shape[0]:

@@ -208,3 +208,31 @@ def test_allocatable_lowered_on_few_rows(n, r, data):
     assert after["copies"] - before["copies"] == 1
     assert after["bytes_uploaded"] - before["bytes_uploaded"] == 8 * (1 + r) * rows.shape[0]
     assert after["launches"] - before["launches"] == 1
+
+
+def test_sync_pods_takes_its_rows_from_the_journal():
+    """With the host table's ``SyncJournal`` the rows stamped since the last
+    upload come from it (no pass over ``row_stamp``: ``journal_reads``);
+    a journal that no longer reaches back falls back to the pass
+    (``stamp_scans``); the device tables equal the host's either way."""
+    from tensorsched.kernels.victims.sync_journal import SyncJournal
+    pods = V.VictimPods(*(a.copy() for a in HAND_PODS))
+    n = pods.pod_count.shape[0]
+    journal = SyncJournal(limit=2)
+    stamps = np.ones(n, np.int64)
+    dev = _mirror(pods, stamps=stamps)
+    pods.pod_count[4] = 1
+    stamps[4] = 2
+    journal.add(2, np.array([4]))
+    dev.sync_pods(pods, 1, stamps, 2, journal)
+    assert (dev.journal_reads, dev.stamp_scans, dev.rows_uploaded) == (1, 0, n + 1)
+    for s, rows in ((3, [0]), (4, [5, 6])):         # sync 3 leaves the journal (limit 2)
+        pods.pod_prio[rows] += 1
+        stamps[rows] = s
+        journal.add(s, np.array(rows))
+    dev.sync_pods(pods, 1, stamps, 4, journal)
+    # rows 0, 5 and 6 found by the pass: over a quarter of 7, all rows sent
+    assert (dev.journal_reads, dev.stamp_scans, dev.rows_uploaded) == (1, 1, 2 * n + 1)
+    for host, got in zip(pods[:6], dev._tables):
+        assert got.copy_to_host().tolist() == np.asarray(host).tolist()
+
