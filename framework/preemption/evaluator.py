@@ -61,7 +61,7 @@ from tensorsched.kernels.victims import on_counts as VS
 from tensorsched.kernels.victims import pick as VP
 from tensorsched.kernels.victims import search as V
 from tensorsched.kernels.fused.source import LOG_READ_MAX
-from tensorsched.kernels.victims.device import DeviceVictims, decode_code
+from tensorsched.kernels.victims.device import DeviceVictims, VisitBase, decode_code
 from tensorsched.kernels.victims.sync_journal import SyncJournal
 
 from .filter_hooks import exempt_bits
@@ -530,11 +530,13 @@ def _failure_reasons(fw, ctx, failures, counts: dict[str, int]) -> None:
 
 
 def _candidates(fw, ctx, result, table: PodTable, scan: np.ndarray, cap: int,
-                every: bool):
+                every: bool, visit: VisitBase | None = None):
     """(candidates, index of the chosen one or -1, failures, Filter calls,
     active host filters) of the dry run over the nodes ``scan`` in visiting
     order.  ``every``: all candidates upstream's lists hold (non-violating
-    first), else at least the chosen one (the fast paths return only it)."""
+    first), else at least the chosen one (the fast paths return only it).
+    ``visit``: what ``scan`` is a rotation of (``_visit_base``), for the
+    device searches."""
     state, q = ctx.state, result.query
     prio = pod_priority(ctx.pod)
     pods = table.sync()
@@ -559,8 +561,8 @@ def _candidates(fw, ctx, result, table: PodTable, scan: np.ndarray, cap: int,
     if not every and backend == "cuda" and search is not None and search.on_counts \
             and DEVICE_ON_COUNTS:
         try:
-            return (*_device_counts_visit(fw, state, q, prio, pods, scan, cap, table, search),
-                    host)
+            return (*_device_counts_visit(fw, state, q, prio, pods, scan, cap, table, search,
+                                          visit), host)
         finally:
             search.close()
     if host:
@@ -574,7 +576,7 @@ def _candidates(fw, ctx, result, table: PodTable, scan: np.ndarray, cap: int,
         chosen = pick_one_node(np.array([c.stats for c in cands], np.int64)) if cands else -1
         return cands, chosen, failures, calls, host
     if backend == "cuda" and not every:
-        return (*_device_visit(fw, state, q, prio, pods, scan, cap, table), host)
+        return (*_device_visit(fw, state, q, prio, pods, scan, cap, table, visit), host)
     stats, victims = _search_until_stop(fw, state, q, prio, pods, scan, cap, table)
     pk = VP.visit_and_pick(stats, cap)
     seen = stats[: pk.visited]
@@ -687,27 +689,30 @@ def _search_until_stop(fw, state, q, prio, pods, scan, cap, table):
     return stats, victims
 
 
-def _device_visit(fw, state, q, prio, pods, scan, cap, table):
+def _device_visit(fw, state, q, prio, pods, scan, cap, table, visit=None):
     """The search, the visit and the pick on the device: (candidates = the
-    chosen one, 0 or -1, failures, Filter calls)."""
+    chosen one, 0 or -1, failures, Filter calls); ``visit``: ``scan``'s
+    ``VisitBase`` (or None)."""
     cols = table.node_columns()
     dev = table.device(V.fit_pods(cols, pods))
     stage = fw.stage_backend(VICTIMS).device_stage(state, q)
     lowering = nominated_lowering(state, table)
     got = dev.search_and_pick(stage, cols, scan, prio, cap,
                               None if lowering is None else dev.allocatable_lowered(stage,
-                                                                                   *lowering))
+                                                                                   *lowering),
+                              visit)
     if got.chosen < 0:
         return [], -1, _visit_failures(scan, dev.last_stats(got.visited)), got.calls
     cand = _candidate(state, table, int(scan[got.chosen]), got.stats, got.victims)
     return [cand], 0, [], got.calls
 
 
-def _device_counts_visit(fw, state, q, prio, pods, scan, cap, table, search):
+def _device_counts_visit(fw, state, q, prio, pods, scan, cap, table, search, visit=None):
     """The search on counts (PodTopologySpread and/or InterPodAffinity the
     only host filters), the visit and the pick on the device: (candidates
     = the chosen one, 0 or -1, failures, Filter calls), as the numba visit
-    (``visit.visit_candidates`` with ``search``) gives them."""
+    (``visit.visit_candidates`` with ``search``) gives them; ``visit`` as
+    ``_device_visit``'s."""
     cols = table.node_columns()
     dev = table.device(V.fit_pods(cols, pods))
     dev.sync_index(table.order, table.cls, table.dying, table.alike_from, table.layout,
@@ -717,7 +722,7 @@ def _device_counts_visit(fw, state, q, prio, pods, scan, cap, table, search):
     got = dev.counts_search_and_pick(
         stage, cols, V.pad_query(cols, q), scan, prio, cap,
         search.device_counts(table.order.shape[0], table.probe_tables), bool(table.pdbs),
-        None if lowering is None else dev.allocatable_lowered(stage, *lowering))
+        None if lowering is None else dev.allocatable_lowered(stage, *lowering), visit)
     if got.chosen < 0:
         seen = dev.last_stats(got.visited)
         failures = [(int(scan[j]), search.answer(*decode_code(int(seen[j, V.STAT_CODE]))))
@@ -774,7 +779,8 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
     cap = num_cands if num_cands is not None else num_candidates(n, args)
     off = offset if offset is not None else seeded_offset(seed, attempt, n)
     cands, best, failures, calls, host = _candidates(
-        fw, ctx, result, table, np.roll(potential, -(off % n)), cap, dry_run_all)
+        fw, ctx, result, table, np.roll(potential, -(off % n)), cap, dry_run_all,
+        _visit_base(state, result, potential, off % n, potential_rows is None))
     if dry_run_all:
         return PreemptionResult(None, candidates=cands, filter_calls=calls)
     if not cands:
@@ -784,6 +790,22 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
     chosen = cands[best]
     return PreemptionResult(chosen.node, list(chosen.victims), Status.OK, cands, calls,
                             query=result.query, host_filters=host)
+
+
+def _visit_base(state: ClusterState, result, potential: np.ndarray, offset: int,
+                from_result: bool) -> VisitBase:
+    """The visiting order ``potential`` rotated by ``offset`` as a
+    ``VisitBase``, keyed when its content is known without reading it:
+    every live node helps (``potential`` is all of ``result.all_rows``, a
+    boolean pick that kept all) and ``result.all_rows`` is the state's
+    live rows of its current node set (``valid_rows``' cached array,
+    which changes with the set's key): the key is that node set's.  O(1);
+    the device then keeps its visiting order without comparing it."""
+    key = None
+    rows = result.all_rows
+    if from_result and potential.shape[0] == rows.shape[0] and rows is state.valid_rows():
+        key = ("live rows", state.layout_version, state.epoch, state.n_rows)
+    return VisitBase(potential, offset, key)
 
 
 def _dry_run(fw, state, q, prio, pods, scan, cap, search, table):

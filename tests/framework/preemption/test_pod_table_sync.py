@@ -186,13 +186,15 @@ def test_sync_journal_bounds_and_floor():
 @pytest.mark.cudasim
 @needs_cuda
 @pytest.mark.parametrize("variant", ["", "spread"])
-def test_device_preemptors_follow_by_journal(variant):
+def test_device_preemptors_follow_by_journal_and_keyed_visit(variant):
     """Preemptors on the cuda backend (simulator): after the warm-up, the
     device tables find their rows from the table's journal (no pass over
-    ``row_stamp``); the placements are the numba backend's."""
+    ``row_stamp``) and the visiting order (every node helps) is kept by its
+    key; the placements are the numba backend's."""
     from tensorsched.bench.preemption import run_preemption
     got = run_preemption(24, 4, "cuda", variant=variant)
     want = run_preemption(24, 4, "numba", variant=variant)
     assert got["placements_sha256"] == want["placements_sha256"]
     counted = got["victim_device_counters"]
     assert counted["stamp_scans"] == 0 and counted["journal_reads"] >= 4
+    assert counted["visit_keyed"] >= 3 and counted["visit_searched"] == 0

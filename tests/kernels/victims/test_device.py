@@ -236,3 +236,39 @@ def test_sync_pods_takes_its_rows_from_the_journal():
     for host, got in zip(pods[:6], dev._tables):
         assert got.copy_to_host().tolist() == np.asarray(host).tolist()
 
+
+def test_a_keyed_visit_base_is_kept_without_reading_it():
+    """``_visit_order`` with a ``VisitBase``: the same key keeps the base
+    without comparing (``visit_keyed``, nothing sent); another key compares
+    the base (``visit_compared``) and sends only the rows that differ; the
+    device base rotated by the offset is the visiting order every time."""
+    from tensorsched.kernels.victims.device import DeviceVictims, VisitBase
+    dev = DeviceVictims()
+    base = np.array([0, 2, 3, 5, 8, 9, 11, 12], np.int64)
+    m = base.shape[0]
+
+    def order(b, k, key):
+        got, off = dev._visit_order(np.roll(b, -k), VisitBase(b, k, key))
+        assert off == k
+        host = got.copy_to_host()[:, 0]
+        assert [int(host[(off + j) % m]) for j in range(m)] == np.roll(b, -k).tolist()
+        return got
+    first = order(base, 3, "a")
+    assert dev.copies == 1
+    for k in range(m):
+        assert order(base, k, "a") is first
+    assert dev.visit_keyed == m and dev.copies == 1 and dev.visit_compared == 0
+    assert order(base.copy(), 5, None) is first         # no key: compared, the same
+    assert dev.visit_compared == 1 and dev.copies == 1
+    other = base.copy()
+    other[6] = 10
+    order(other, 2, "b")                                # compared, one row sent
+    assert dev.visit_compared == 2 and dev.copies == 2 and dev.launches == 1
+    order(other, 7, "b")
+    assert dev.visit_keyed == m + 1 and dev.copies == 2
+    order(base, 1, None)                                # back to ``base``: compared
+    assert dev.visit_compared == 3
+    dev._visit_order(np.roll(other, -4))                # no VisitBase: a new base sent
+    assert dev.visit_searched == 1
+    order(base, 0, "b")         # "b" named the base before: compared, not trusted
+    assert dev.visit_compared == 4 and dev.visit_keyed == m + 1
