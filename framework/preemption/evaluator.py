@@ -57,11 +57,13 @@ from tensorsched.framework.state.cluster_state import ClusterState
 from tensorsched.kernels import layout as L
 from tensorsched.kernels.backend_names import VICTIMS
 from tensorsched.kernels.fused import filters
+from tensorsched.kernels.fused.source import LOG_READ_MAX
 from tensorsched.kernels.victims import on_counts as VS
 from tensorsched.kernels.victims import pick as VP
 from tensorsched.kernels.victims import search as V
 from tensorsched.kernels.victims import statuses as VT
-from tensorsched.kernels.victims.device import DeviceVictims, decode_code
+from tensorsched.kernels.victims.device import DeviceVictims, VisitBase, decode_code
+from tensorsched.kernels.victims.sync_journal import SyncJournal
 
 from .filter_hooks import exempt_bits
 from .host_search import HostVictimSearch, active_host_filters
@@ -94,11 +96,19 @@ def _words(n: int) -> int:
 
 class PodTable:
     """``VictimPods`` kept in step with a ClusterState: rows written since the
-    last sync (``row_version``) are re-read, the rest are kept.
+    last sync are re-read, the rest are kept.  The rows written are found
+    from the state's write log (``ClusterState.write_log``: O(writes since
+    the last sync)), or, where the log no longer reaches back to the last
+    sync or holds more entries since than a scan costs, by a scan of
+    ``row_version`` (O(N)).  Counters: ``rows_scanned`` (log entries or
+    ``row_version`` cells looked at to find them), ``rows_read`` (rows
+    re-read), ``scans`` (syncs that scanned).
 
     For a device mirror (``device``): ``layout`` counts reallocations,
-    ``syncs`` the syncs, and ``row_stamp[i]`` is the sync that last wrote
-    row i, so the mirror uploads only the rows newer than its last upload."""
+    ``syncs`` the syncs, ``row_stamp[i]`` is the sync that last wrote row
+    i and ``written`` (a ``SyncJournal``) the rows each recent sync wrote,
+    so the mirror uploads only the rows newer than its last upload, found
+    in O(rows written)."""
 
     def __init__(self, state: ClusterState, pdbs=()):
         self.state = state
@@ -115,6 +125,10 @@ class PodTable:
         self.layout = 0
         self.syncs = 0
         self.row_stamp = np.zeros(0, np.int64)
+        self.written = SyncJournal()
+        self.rows_scanned = 0
+        self.rows_read = 0
+        self.scans = 0
         self._device = None
         # the probes' tables of the device search on counts, kept between
         # preemptors (updated and sent by the rows that change)
@@ -163,6 +177,7 @@ class PodTable:
         self.keys = [[] for _ in range(n)]
         self.row_stamp = np.zeros(n, np.int64)
         self.layout += 1
+        self.written.reset(self.syncs)     # followers upload a new layout whole
 
     def sync(self) -> V.VictimPods:
         st = self.state
@@ -179,7 +194,7 @@ class PodTable:
             self._alloc(n, max(need_c, c, 1), r, wp, wb)
             rows = range(st.n_rows)
         else:
-            rows = np.flatnonzero(st.row_version[: st.n_rows] > self.seen)
+            rows = self._rows_written()
             if self._kept:
                 same = np.fromiter(self._kept.keys(), np.int64, len(self._kept))
                 at = np.fromiter(self._kept.values(), np.int64, len(self._kept))
@@ -196,12 +211,35 @@ class PodTable:
         for i in rows:
             self._write_row(int(i))
         rows = np.asarray(rows, np.int64)
+        self.rows_read += rows.shape[0]
         self.row_stamp[rows] = self.syncs
+        self.written.add(self.syncs, rows)
         VS.index_rows(rows, self.count, self.prio, self.start, self.shp, self.cls, self.ports,
                       self.pdb, self.dying, self.order, self.alike_from)
         self.seen = st.version
         return V.VictimPods(self.count, self.prio, self.start, self.req, self.ports,
                             self.pdb, self.allowed())
+
+    def _rows_written(self) -> np.ndarray:
+        """[k] int64 ascending: the rows the state wrote after version
+        ``seen`` (the last sync): from the state's write log when it holds
+        every write since and at most ``max(LOG_READ_MAX, N // 8)`` entries
+        after ``seen`` (a numpy ``logged_rows``: O(entries)), else by a
+        scan of ``row_version`` (O(N))."""
+        st = self.state
+        n = st.n_rows
+        log = getattr(st, "write_log", None)
+        if log is not None and self.seen >= log.floor:
+            length = log.length
+            # the first entry after ``seen`` (versions are non-decreasing)
+            lo = int(np.searchsorted(log.versions[:length], self.seen, side="right"))
+            if length - lo <= max(LOG_READ_MAX, n // 8):
+                self.rows_scanned += length - lo
+                got = np.unique(log.rows[lo:length])
+                return got[got < n]
+        self.rows_scanned += n
+        self.scans += 1
+        return np.flatnonzero(st.row_version[:n] > self.seen)
 
     @property
     def mirror(self) -> DeviceVictims | None:
@@ -214,7 +252,7 @@ class PodTable:
         ``search.fit_pods`` where the node columns grew)."""
         if self._device is None:
             self._device = DeviceVictims()
-        self._device.sync_pods(pods, self.layout, self.row_stamp, self.syncs)
+        self._device.sync_pods(pods, self.layout, self.row_stamp, self.syncs, self.written)
         return self._device
 
     def _write_row(self, i: int) -> None:
@@ -525,11 +563,13 @@ def _failure_reasons(fw, ctx, failures, counts: dict[str, int]) -> None:
 
 
 def _candidates(fw, ctx, result, table: PodTable, scan: np.ndarray, cap: int,
-                every: bool):
+                every: bool, visit: VisitBase | None = None):
     """(candidates, index of the chosen one or -1, failures, Filter calls,
     active host filters) of the dry run over the nodes ``scan`` in visiting
     order.  ``every``: all candidates upstream's lists hold (non-violating
-    first), else at least the chosen one (the fast paths return only it)."""
+    first), else at least the chosen one (the fast paths return only it).
+    ``visit``: what ``scan`` is a rotation of (``_visit_base``), for the
+    device searches."""
     state, q = ctx.state, result.query
     prio = pod_priority(ctx.pod)
     pods = table.sync()
@@ -554,8 +594,8 @@ def _candidates(fw, ctx, result, table: PodTable, scan: np.ndarray, cap: int,
     if not every and backend == "cuda" and search is not None and search.on_counts \
             and DEVICE_ON_COUNTS:
         try:
-            return (*_device_counts_visit(fw, state, q, prio, pods, scan, cap, table, search),
-                    host)
+            return (*_device_counts_visit(fw, state, q, prio, pods, scan, cap, table, search,
+                                          visit), host)
         finally:
             search.close()
     if host:
@@ -569,7 +609,7 @@ def _candidates(fw, ctx, result, table: PodTable, scan: np.ndarray, cap: int,
         chosen = pick_one_node(np.array([c.stats for c in cands], np.int64)) if cands else -1
         return cands, chosen, failures, calls, host
     if backend == "cuda" and not every:
-        return (*_device_visit(fw, state, q, prio, pods, scan, cap, table), host)
+        return (*_device_visit(fw, state, q, prio, pods, scan, cap, table, visit), host)
     stats, victims = _search_until_stop(fw, state, q, prio, pods, scan, cap, table)
     pk = VP.visit_and_pick(stats, cap)
     seen = stats[: pk.visited]
@@ -682,37 +722,40 @@ def _search_until_stop(fw, state, q, prio, pods, scan, cap, table):
     return stats, victims
 
 
-def _device_visit(fw, state, q, prio, pods, scan, cap, table):
+def _device_visit(fw, state, q, prio, pods, scan, cap, table, visit=None):
     """The search, the visit and the pick on the device: (candidates = the
-    chosen one, 0 or -1, failures, Filter calls)."""
+    chosen one, 0 or -1, failures, Filter calls); ``visit``: ``scan``'s
+    ``VisitBase`` (or None)."""
     cols = table.node_columns()
     dev = table.device(V.fit_pods(cols, pods))
     stage = fw.stage_backend(VICTIMS).device_stage(state, q)
     lowering = nominated_lowering(state, table)
     got = dev.search_and_pick(stage, cols, scan, prio, cap,
                               None if lowering is None else dev.allocatable_lowered(stage,
-                                                                                   *lowering))
+                                                                                   *lowering),
+                              visit)
     if got.chosen < 0:
         return [], -1, _visit_failures(scan, dev.last_stats(got.visited)), got.calls
     cand = _candidate(state, table, int(scan[got.chosen]), got.stats, got.victims)
     return [cand], 0, [], got.calls
 
 
-def _device_counts_visit(fw, state, q, prio, pods, scan, cap, table, search):
+def _device_counts_visit(fw, state, q, prio, pods, scan, cap, table, search, visit=None):
     """The search on counts (PodTopologySpread and/or InterPodAffinity the
     only host filters), the visit and the pick on the device: (candidates
     = the chosen one, 0 or -1, failures, Filter calls), as the numba visit
-    (``visit.visit_candidates`` with ``search``) gives them."""
+    (``visit.visit_candidates`` with ``search``) gives them; ``visit`` as
+    ``_device_visit``'s."""
     cols = table.node_columns()
     dev = table.device(V.fit_pods(cols, pods))
     dev.sync_index(table.order, table.cls, table.dying, table.alike_from, table.layout,
-                   table.row_stamp, table.syncs)
+                   table.row_stamp, table.syncs, table.written)
     stage = fw.stage_backend(VICTIMS).device_stage(state, q)
     lowering = nominated_lowering(state, table)
     got = dev.counts_search_and_pick(
         stage, cols, V.pad_query(cols, q), scan, prio, cap,
         search.device_counts(table.order.shape[0], table.probe_tables), bool(table.pdbs),
-        None if lowering is None else dev.allocatable_lowered(stage, *lowering))
+        None if lowering is None else dev.allocatable_lowered(stage, *lowering), visit)
     if got.chosen < 0:
         seen = dev.last_stats(got.visited)
         failures = [(int(scan[j]), search.answer(*decode_code(int(seen[j, V.STAT_CODE]))))
@@ -768,7 +811,8 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
     cap = num_cands if num_cands is not None else num_candidates(n, args)
     off = offset if offset is not None else seeded_offset(seed, attempt, n)
     cands, best, failures, calls, host = _candidates(
-        fw, ctx, result, table, np.roll(potential, -(off % n)), cap, dry_run_all)
+        fw, ctx, result, table, np.roll(potential, -(off % n)), cap, dry_run_all,
+        _visit_base(state, result, potential, off % n, potential_rows is None))
     if dry_run_all:
         return PreemptionResult(None, candidates=cands, filter_calls=calls)
     if not cands:
@@ -778,6 +822,22 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
     chosen = cands[best]
     return PreemptionResult(chosen.node, list(chosen.victims), Status.OK, cands, calls,
                             query=result.query, host_filters=host)
+
+
+def _visit_base(state: ClusterState, result, potential: np.ndarray, offset: int,
+                from_result: bool) -> VisitBase:
+    """The visiting order ``potential`` rotated by ``offset`` as a
+    ``VisitBase``, keyed when its content is known without reading it:
+    every live node helps (``potential`` is all of ``result.all_rows``, a
+    boolean pick that kept all) and ``result.all_rows`` is the state's
+    live rows of its current node set (``valid_rows``' cached array,
+    which changes with the set's key): the key is that node set's.  O(1);
+    the device then keeps its visiting order without comparing it."""
+    key = None
+    rows = result.all_rows
+    if from_result and potential.shape[0] == rows.shape[0] and rows is state.valid_rows():
+        key = ("live rows", state.layout_version, state.epoch, state.n_rows)
+    return VisitBase(potential, offset, key)
 
 
 def _dry_run(fw, state, q, prio, pods, scan, cap, search, table):

@@ -66,7 +66,8 @@ def decode_code(code: int) -> tuple[int, int]:
         return VS.KIND_OK, 0
     return CODE_KIND_BASE - code, 0
 
-__all__ = ["DevicePick", "DeviceStage", "DeviceVictims", "decode_code", "pack_stage"]
+__all__ = ["DevicePick", "DeviceStage", "DeviceVictims", "VisitBase", "decode_code",
+           "pack_stage"]
 
 
 def pack_stage(cols, q) -> DeviceStage:
@@ -104,13 +105,30 @@ class DevicePick(NamedTuple):
     victims: np.ndarray
 
 
+class VisitBase(NamedTuple):
+    """What a caller knows of a visiting order ``rows`` [M]: it is
+    ``base`` [M] int64 rotated by ``offset`` (``rows[j] == base[(offset +
+    j) % M]``), and ``key`` (hashable, or None) names ``base``'s content:
+    two orders with the same key have equal bases, so the kept base is
+    known level without comparing (``DeviceVictims._visit_order``)."""
+
+    base: np.ndarray
+    offset: int
+    key: object = None
+
+
 class DeviceVictims:
     """The pod tables, scratch and query arguments of the victim search on
     the device (see the module docstring).  Counters for tests and benches:
     ``full_uploads``, ``rows_uploaded``; and the traffic of every call:
     ``launches`` (kernels), ``copies`` (host -> device), ``bytes_uploaded``,
-    ``copies_back`` (device -> host), ``bytes_downloaded``, and
-    ``probe_rows_uploaded`` (rows of the probes' tables sent)."""
+    ``copies_back`` (device -> host), ``bytes_downloaded``,
+    ``probe_rows_uploaded`` (rows of the probes' tables sent), and how the
+    pod and index tables found their changed rows: ``journal_reads`` (from
+    the host table's ``SyncJournal``) or ``stamp_scans`` (a pass over
+    ``row_stamp``); and how the visiting order was found level:
+    ``visit_keyed``, ``visit_compared``, ``visit_searched``
+    (``_visit_order``)."""
 
     def __init__(self):
         from numba import cuda
@@ -143,6 +161,13 @@ class DeviceVictims:
         self.bytes_downloaded = 0
         self.counts_searches = 0            # ``counts_search_and_pick`` calls
         self.probe_rows_uploaded = 0        # probe table rows sent (``_following``)
+        self.stamp_scans = 0                # syncs that passed over ``row_stamp`` (O(N))
+        # how ``_visit_order`` found the kept visit base level or not
+        self.visit_keyed = 0                # by the caller's key: O(1)
+        self.visit_compared = 0             # by comparing the caller's base: one pass
+        self.visit_searched = 0             # by looking for a rotation: a few passes
+        self._visit_key = None              # the kept visit base's key (``VisitBase``)
+        self.journal_reads = 0              # syncs that took their rows from a journal
 
     def _up(self, host: np.ndarray, dev=None):
         """``host`` to the device (into ``dev`` when given), counted."""
@@ -164,13 +189,29 @@ class DeviceVictims:
         """The traffic counters by name (benches)."""
         return {k: int(getattr(self, k)) for k in
                 ("launches", "copies", "bytes_uploaded", "copies_back", "bytes_downloaded",
-                 "full_uploads", "rows_uploaded", "counts_searches", "probe_rows_uploaded")}
+                 "full_uploads", "rows_uploaded", "counts_searches", "probe_rows_uploaded",
+                 "stamp_scans", "journal_reads", "visit_keyed", "visit_compared",
+                 "visit_searched")}
 
     # ------------------------------------------------------------ pod tables
-    def sync_pods(self, pods: V.VictimPods, layout, row_stamp: np.ndarray, stamp: int) -> None:
+    def _dirty(self, row_stamp: np.ndarray, n: int, seen: int, written) -> np.ndarray:
+        """[k] int64 ascending: the rows among the first ``n`` stamped above
+        ``seen``: from ``written`` (a ``SyncJournal``) when it still holds
+        every sync since (O(rows written)), else by a pass over
+        ``row_stamp`` (O(N)).  Counted: ``stamp_scans``, ``journal_reads``."""
+        got = None if written is None else written.rows_since(seen)
+        if got is None:
+            self.stamp_scans += 1
+            return np.flatnonzero(row_stamp[:n] > seen)
+        self.journal_reads += 1
+        return got[got < n] if got.shape[0] and got[-1] >= n else got
+
+    def sync_pods(self, pods: V.VictimPods, layout, row_stamp: np.ndarray, stamp: int,
+                  written=None) -> None:
         """Bring the device tables level with ``pods`` (rows whose
-        ``row_stamp`` is above the last upload's ``stamp``)."""
-        cuda = self._cuda
+        ``row_stamp`` is above the last upload's ``stamp``; ``written``,
+        the table's ``SyncJournal``, names them without a pass over
+        ``row_stamp``)."""
         tables = pods[:6]
         shape = tuple(a.shape for a in tables)
         if layout != self._layout or shape != self._shape:
@@ -180,7 +221,7 @@ class DeviceVictims:
             self.rows_uploaded += tables[0].shape[0]
         elif stamp != self._seen:
             n = tables[0].shape[0]
-            dirty = np.flatnonzero(row_stamp[:n] > self._seen)
+            dirty = self._dirty(row_stamp, n, self._seen, written)
             if dirty.shape[0] * 4 > n:
                 for dev, a in zip(self._tables, tables):
                     self._up(np.ascontiguousarray(a), dev)
@@ -200,13 +241,14 @@ class DeviceVictims:
             self._allowed = (allowed, self._up(np.ascontiguousarray(allowed)))
 
     def sync_index(self, order: np.ndarray, cls: np.ndarray, dying: np.ndarray,
-                   alike_from: np.ndarray, layout, row_stamp: np.ndarray, stamp: int) -> None:
+                   alike_from: np.ndarray, layout, row_stamp: np.ndarray, stamp: int,
+                   written=None) -> None:
         """Bring the resident index table (the search on counts reads it:
         per row the importance order, class ids, terminating flags [N, C]
         and the alike tail [N]) level with the host's, as ``sync_pods``
         does the pod tables: whole on a new layout, else the rows whose
         ``row_stamp`` is above the last upload (one packed copy, one
-        scatter)."""
+        scatter; ``written`` as ``sync_pods``')."""
         n, c = order.shape
 
         def rows_of(idx):
@@ -217,7 +259,7 @@ class DeviceVictims:
             self._index = self._up(np.ascontiguousarray(rows_of(slice(None)), np.int64))
             self._index_key = key
         elif stamp != self._index_seen:
-            dirty = np.flatnonzero(row_stamp[:n] > self._index_seen)
+            dirty = self._dirty(row_stamp, n, self._index_seen, written)
             if dirty.shape[0] * 4 > n:
                 self._up(np.ascontiguousarray(rows_of(slice(None)), np.int64), self._index)
             elif dirty.shape[0]:
@@ -311,18 +353,20 @@ class DeviceVictims:
         return V.VictimResult(self._down(work["stats"][:m]), self._down(work["victims"][:m]))
 
     def search_and_pick(self, stage: DeviceStage, cols, rows: np.ndarray, priority: int,
-                        cap: int, allocatable=None) -> DevicePick:
+                        cap: int, allocatable=None, visit: VisitBase | None = None
+                        ) -> DevicePick:
         """The search over the visiting order ``rows`` [M], upstream's visit
         (numCandidates ``cap``) and the pick: the visiting order only when it
         is not a rotation of the last one (``_visit_order``; a rotation
-        sends nothing, its offset is a launch argument), two launches, one
-        copy back; ``allocatable`` as ``search``'s."""
+        sends nothing, its offset is a launch argument; ``visit``, a
+        ``VisitBase`` of ``rows``, spares the search for the rotation), two
+        launches, one copy back; ``allocatable`` as ``search``'s."""
         m = rows.shape[0]
         if m == 0:
             return DevicePick(0, 0, -1, np.zeros(V.N_STATS, np.int64), np.zeros(0, np.int64))
         if not self._tables:
             raise RuntimeError("DeviceVictims.sync_pods must run before a search")
-        visit, offset = self._visit_order(np.ascontiguousarray(rows, np.int64))
+        visit, offset = self._visit_order(rows, visit)
         work, out = self._launch_search(stage, cols, visit, offset, priority, allocatable)
         self._pk.launch_pick(work["stats"], work["victims"], m, cap, out)
         self.launches += 1
@@ -340,7 +384,8 @@ class DeviceVictims:
 
     def counts_search_and_pick(self, stage: DeviceStage, cols, q, rows: np.ndarray,
                                priority: int, cap: int, counts: VS.DeviceCounts,
-                               any_pdb: bool, allocatable=None) -> DevicePick:
+                               any_pdb: bool, allocatable=None,
+                               visit: VisitBase | None = None) -> DevicePick:
         """The search on counts (``on_counts.visit``'s per-node answers)
         over the visiting order ``rows`` [M], the visit (numCandidates
         ``cap``) and the pick on the device: the probes' node and domain
@@ -348,7 +393,7 @@ class DeviceVictims:
         sent by the rows that changed since the last search (those its
         ``tables`` names; without them, found by comparing: ``_resident``), the visiting
         order only when it is not a rotation of the last one
-        (``_visit_order``), one copy up of the rest (``per``: the offset,
+        (``_visit_order``, ``visit`` as ``search_and_pick``'s), one copy up of the rest (``per``: the offset,
         the query's fit columns, the conditions' scalars and class
         matches), two launches, one copy back.  ``q`` the padded query;
         the index table must be level (``sync_index``).  A position the host filters reject carries
@@ -364,7 +409,7 @@ class DeviceVictims:
         check_ports = bool(flags & L.F_PORTS) and bool(np.any(q.port_conflicts))
         n_spread, n_ia = counts.sp_scalars.shape[0], counts.ia_code.shape[0]
         nodes, doms = self.probe_tables(counts)
-        visit, offset = self._visit_order(np.ascontiguousarray(rows, np.int64))
+        visit, offset = self._visit_order(rows, visit)
         per = _counts_cuda.pack_per(
             {"n_spread": n_spread, "ia_self": counts.ia_self, "ia_first": counts.ia_first,
              "check_ports": check_ports, "any_pdb": any_pdb, "offset": offset},
@@ -390,14 +435,36 @@ class DeviceVictims:
         self._stats = views["stats"]
         return self._picked(self._down(out))
 
-    def _visit_order(self, rows: np.ndarray) -> tuple:
+    def _visit_order(self, rows: np.ndarray, known: VisitBase | None = None) -> tuple:
         """(the resident visit base [M, 1] on the device, offset): ``rows``
-        [M] is the base rotated by offset (both device searches share it).  A visiting order that is a
-        rotation of the last base (the same nodes from another seeded
-        offset) sends nothing; another becomes the base (``_resident``)."""
+        [M] is the base rotated by offset (both device searches share it).
+
+        With ``known`` (a ``VisitBase`` of ``rows``): a key equal to the
+        kept base's says it is level, in O(1) (``visit_keyed``); else its
+        base is compared with the kept one (one pass, ``visit_compared``)
+        and sent by the rows that differ (``_resident``) when it is not
+        the same.  Without: a rotation of the kept base (the same nodes
+        from another seeded offset) is found by looking for ``rows[0]``
+        in it (``visit_searched``), and another order becomes the base.
+        A rotation sends nothing."""
         got = self._kept.get("visit")
         m = rows.shape[0]
+        if known is not None:
+            base = np.ascontiguousarray(known.base, np.int64)
+            if got is not None and got[0].shape[0] == m:
+                if known.key is not None and known.key == self._visit_key:
+                    self.visit_keyed += 1
+                    return got[1], int(known.offset)
+                self.visit_compared += 1
+                if np.array_equal(got[0][:, 0], base):
+                    self._visit_key = known.key
+                    return got[1], int(known.offset)
+            dev = self._resident("visit", base.reshape(m, 1))
+            self._visit_key = known.key
+            return dev, int(known.offset)
+        rows = np.ascontiguousarray(rows, np.int64)
         if got is not None and got[0].shape[0] == m:
+            self.visit_searched += 1
             base = got[0][:, 0]
             at = np.flatnonzero(base == rows[0])
             if at.shape[0] == 1:
@@ -405,6 +472,7 @@ class DeviceVictims:
                 if np.array_equal(rows[:m - k], base[k:]) and np.array_equal(rows[m - k:],
                                                                               base[:k]):
                     return got[1], k
+        self._visit_key = None
         return self._resident("visit", rows.reshape(m, 1)), 0
 
     def _resident(self, name: str, host: np.ndarray):

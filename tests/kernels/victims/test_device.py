@@ -208,3 +208,67 @@ def test_allocatable_lowered_on_few_rows(n, r, data):
     assert after["copies"] - before["copies"] == 1
     assert after["bytes_uploaded"] - before["bytes_uploaded"] == 8 * (1 + r) * rows.shape[0]
     assert after["launches"] - before["launches"] == 1
+
+
+def test_sync_pods_takes_its_rows_from_the_journal():
+    """With the host table's ``SyncJournal`` the rows stamped since the last
+    upload come from it (no pass over ``row_stamp``: ``journal_reads``);
+    a journal that no longer reaches back falls back to the pass
+    (``stamp_scans``); the device tables equal the host's either way."""
+    from tensorsched.kernels.victims.sync_journal import SyncJournal
+    pods = V.VictimPods(*(a.copy() for a in HAND_PODS))
+    n = pods.pod_count.shape[0]
+    journal = SyncJournal(limit=2)
+    stamps = np.ones(n, np.int64)
+    dev = _mirror(pods, stamps=stamps)
+    pods.pod_count[4] = 1
+    stamps[4] = 2
+    journal.add(2, np.array([4]))
+    dev.sync_pods(pods, 1, stamps, 2, journal)
+    assert (dev.journal_reads, dev.stamp_scans, dev.rows_uploaded) == (1, 0, n + 1)
+    for s, rows in ((3, [0]), (4, [5, 6])):         # sync 3 leaves the journal (limit 2)
+        pods.pod_prio[rows] += 1
+        stamps[rows] = s
+        journal.add(s, np.array(rows))
+    dev.sync_pods(pods, 1, stamps, 4, journal)
+    # rows 0, 5 and 6 found by the pass: over a quarter of 7, all rows sent
+    assert (dev.journal_reads, dev.stamp_scans, dev.rows_uploaded) == (1, 1, 2 * n + 1)
+    for host, got in zip(pods[:6], dev._tables):
+        assert got.copy_to_host().tolist() == np.asarray(host).tolist()
+
+
+def test_a_keyed_visit_base_is_kept_without_reading_it():
+    """``_visit_order`` with a ``VisitBase``: the same key keeps the base
+    without comparing (``visit_keyed``, nothing sent); another key compares
+    the base (``visit_compared``) and sends only the rows that differ; the
+    device base rotated by the offset is the visiting order every time."""
+    from tensorsched.kernels.victims.device import DeviceVictims, VisitBase
+    dev = DeviceVictims()
+    base = np.array([0, 2, 3, 5, 8, 9, 11, 12], np.int64)
+    m = base.shape[0]
+
+    def order(b, k, key):
+        got, off = dev._visit_order(np.roll(b, -k), VisitBase(b, k, key))
+        assert off == k
+        host = got.copy_to_host()[:, 0]
+        assert [int(host[(off + j) % m]) for j in range(m)] == np.roll(b, -k).tolist()
+        return got
+    first = order(base, 3, "a")
+    assert dev.copies == 1
+    for k in range(m):
+        assert order(base, k, "a") is first
+    assert dev.visit_keyed == m and dev.copies == 1 and dev.visit_compared == 0
+    assert order(base.copy(), 5, None) is first         # no key: compared, the same
+    assert dev.visit_compared == 1 and dev.copies == 1
+    other = base.copy()
+    other[6] = 10
+    order(other, 2, "b")                                # compared, one row sent
+    assert dev.visit_compared == 2 and dev.copies == 2 and dev.launches == 1
+    order(other, 7, "b")
+    assert dev.visit_keyed == m + 1 and dev.copies == 2
+    order(base, 1, None)                                # back to ``base``: compared
+    assert dev.visit_compared == 3
+    dev._visit_order(np.roll(other, -4))                # no VisitBase: a new base sent
+    assert dev.visit_searched == 1
+    order(base, 0, "b")         # "b" named the base before: compared, not trusted
+    assert dev.visit_compared == 4 and dev.visit_keyed == m + 1

@@ -1,0 +1,200 @@
+"""``PodTable.sync`` re-reads the rows the state wrote since the last sync,
+found from the state's write log (O(writes), not a pass over N rows), and
+falls back to a scan of ``row_version`` where the log no longer reaches
+back; after any sequence of binds, evictions, batch binds and removals,
+node removals and additions, the table equals one read afresh.  The
+table's ``SyncJournal`` names the rows each sync wrote (the device
+mirror's followers read it instead of ``row_stamp``)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+from support.backends import needs_cuda
+
+from tensorsched.generators import clusters as synthetic
+from tensorsched.bench.preemption import build as build_preemption
+from tensorsched.framework.parsing.manifests import parse_node
+from tensorsched.framework.preemption.evaluator import PodTable
+from tensorsched.framework.state.cluster_state import add_pods, remove_pods
+from tensorsched.kernels.fused.source import WriteLog
+from tensorsched.kernels.victims.sync_journal import SyncJournal
+
+_ARRAYS = ("count", "prio", "start", "req", "ports", "pdb", "shp", "dying", "order",
+           "alike_from")
+
+
+def _view(table):
+    n = table.state.n_rows
+    out = {a: getattr(table, a)[:n].tolist() for a in _ARRAYS}
+    recs = table.class_records
+    out["cls"] = [[None if c < 0 else (recs[c].namespace, sorted((recs[c].labels or {}).items()))
+                   for c in row] for row in table.cls[:n].tolist()]
+    out["keys"] = [list(k) for k in table.keys[:n]]
+    return out
+
+
+def _assert_as_read_afresh(table):
+    fresh = PodTable(table.state, table.pdbs)
+    fresh.sync()
+    view, want = _view(table), _view(fresh)
+    c = min(table.cls.shape[1], fresh.cls.shape[1])
+    for a in (*_ARRAYS, "cls"):         # slot widths may differ: compare the used part
+        if a not in ("count", "alike_from"):
+            view[a] = [r[:c] for r in view[a]]
+            want[a] = [r[:c] for r in want[a]]
+    assert view == want
+
+
+def _cluster(nodes: int, variant: str = ""):
+    cluster, pending = build_preemption(nodes, 4, 100, variant)
+    return cluster, cluster.state, pending[0]
+
+
+def _bind(state, template, name: str, node: str) -> None:
+    state.add_pod(dataclasses.replace(template, name=name, uid=name, node_name=node), node)
+
+
+_OPS = hs.lists(hs.tuples(hs.sampled_from(["bind", "evict", "bind_many", "evict_many",
+                                           "restore", "remove_node", "add_node", "sync"]),
+                          hs.integers(0, 1 << 30)), min_size=1, max_size=25)
+
+
+@settings(max_examples=40, deadline=None)
+@given(variant=hs.sampled_from(["", "spread", "antiaffinity"]), ops=_OPS,
+       log_limit=hs.sampled_from([None, 16]), journal_limit=hs.sampled_from([None, 3]))
+def test_incremental_sync_equals_a_fresh_table(variant, ops, log_limit, journal_limit):
+    """Random binds, evictions (one and many), pods taken out and put back,
+    node removals and additions, with syncs between: after each sync the
+    table is as read afresh, and the rows its journal names since any
+    earlier sync are exactly those whose ``row_stamp`` moved (a short
+    state log and a short journal: the scan fallbacks)."""
+    cluster, state, template = _cluster(5, variant)
+    if log_limit:
+        state.write_log = WriteLog(log_limit)
+    table = PodTable(state)
+    if journal_limit:
+        table.written = SyncJournal(limit=journal_limit, max_syncs=journal_limit)
+    table.sync()
+    stamps = [(table.syncs, table.layout, table.row_stamp.copy())]
+    made = 0
+    for op, r in ops:
+        names = sorted(state.node_rows)
+        keys = sorted(state.pods)
+        if op == "bind" and names:
+            _bind(state, template, f"new-{made}", names[r % len(names)])
+            made += 1
+        elif op == "evict" and keys:
+            state.remove_pod(keys[r % len(keys)])
+        elif op == "bind_many" and names:
+            k = 1 + r % 4
+            pods = [dataclasses.replace(template, name=f"new-{made + j}", uid=f"new-{made + j}")
+                    for j in range(k)]
+            add_pods(state, pods, [names[(r + j) % len(names)] for j in range(k)])
+            made += k
+        elif op == "evict_many" and keys:
+            remove_pods(state, keys[r % len(keys):][:3])
+        elif op == "restore" and keys:
+            state.restore_pod(state.remove_pod(keys[r % len(keys)]))
+        elif op == "remove_node" and len(names) > 1:
+            state.remove_node(names[r % len(names)])
+        elif op == "add_node":
+            state.add_node(parse_node(synthetic.node_dict(
+                f"extra-{made}", labels={synthetic.ZONE: f"zone-{r % 3}"})))
+            made += 1
+        elif op == "sync":
+            table.sync()
+            _assert_as_read_afresh(table)
+            stamps.append((table.syncs, table.layout, table.row_stamp.copy()))
+    table.sync()
+    _assert_as_read_afresh(table)
+    for syncs, layout, before in stamps:
+        got = table.written.rows_since(syncs)
+        if layout != table.layout or got is None:
+            continue            # a new layout (followers upload whole) or past the journal
+        n = before.shape[0]
+        want = np.flatnonzero(table.row_stamp[:n] > syncs)
+        assert got.tolist() == want.tolist()
+
+
+def test_one_bound_pod_moved_at_10000_rows_reads_o1_rows():
+    """One bound pod leaves a node and one comes to another between two
+    syncs of a 10,000-node table: the sync looks at the few write-log
+    entries since (not 10,000 ``row_version`` cells) and re-reads the two
+    rows; the journal names the same two rows."""
+    cluster, state, template = _cluster(10_000)
+    state.remove_pod("default/low-9001-0")      # room on node-9001 in the table's slots
+    table = PodTable(state)
+    table.sync()
+    scanned, read, scans = table.rows_scanned, table.rows_read, table.scans
+    state.remove_pod("default/low-17-0")
+    _bind(state, template, "moved", "node-9001")
+    table.sync()
+    assert table.scans == scans
+    assert table.rows_scanned - scanned <= 4
+    assert table.rows_read - read == 2
+    assert table.written.rows_since(table.syncs - 1).tolist() == [
+        state.node_rows["node-17"], state.node_rows["node-9001"]]
+    _assert_as_read_afresh(table)
+
+
+def test_a_state_log_that_no_longer_reaches_back_falls_back_to_a_scan():
+    """More writes than the state's log holds between two syncs: the sync
+    scans ``row_version`` (counted in ``scans``) and the table is as read
+    afresh."""
+    cluster, state, template = _cluster(40)
+    state.write_log = WriteLog(16)
+    table = PodTable(state)
+    table.sync()
+    scans = table.scans
+    for i in range(30):         # 30 rows written, one entry each: over the limit of 16
+        state.remove_pod(f"default/low-{i}-0")
+    table.sync()
+    assert table.scans == scans + 1
+    _assert_as_read_afresh(table)
+    state.remove_pod("default/low-35-1")        # a few writes: the log again
+    table.sync()
+    assert table.scans == scans + 1 and table.rows_read > 0
+    _assert_as_read_afresh(table)
+
+
+def test_sync_journal_bounds_and_floor():
+    """The journal keeps the last syncs up to its limits; a follower behind
+    the oldest sync it holds gets None (and scans ``row_stamp``)."""
+    j = SyncJournal(limit=5, max_syncs=3)
+    j.add(1, np.array([3, 7]))
+    j.add(2, np.array([7, 9]))
+    assert j.rows_since(0).tolist() == [3, 7, 9]
+    assert j.rows_since(1).tolist() == [7, 9]
+    assert j.rows_since(2).tolist() == []
+    j.add(3, np.array([1, 2]))              # 6 rows held > 5: sync 1 leaves
+    assert j.floor == 1 and j.rows_since(0) is None
+    assert j.rows_since(1).tolist() == [1, 2, 7, 9]
+    j.add(4, np.zeros(0, np.int64))
+    j.add(5, np.array([4]))                 # 4 syncs > 3: sync 2 leaves
+    assert j.rows_since(1) is None and j.rows_since(2).tolist() == [1, 2, 4]
+    j.add(6, np.arange(6))                  # one sync over the limit: all gone
+    assert j.rows_since(5) is None and j.rows_since(6).tolist() == []
+    j.reset(9)
+    assert j.rows_since(8) is None and j.rows_since(9).tolist() == []
+
+
+@pytest.mark.cudasim
+@needs_cuda
+@pytest.mark.parametrize("variant", ["", "spread"])
+def test_device_preemptors_follow_by_journal_and_keyed_visit(variant):
+    """Preemptors on the cuda backend (simulator): after the warm-up, the
+    device tables find their rows from the table's journal (no pass over
+    ``row_stamp``) and the visiting order (every node helps) is kept by its
+    key; the placements are the numba backend's."""
+    from tensorsched.bench.preemption import run_preemption
+    got = run_preemption(24, 4, "cuda", variant=variant)
+    want = run_preemption(24, 4, "numba", variant=variant)
+    assert got["placements_sha256"] == want["placements_sha256"]
+    counted = got["victim_device_counters"]
+    assert counted["stamp_scans"] == 0 and counted["journal_reads"] >= 4
+    assert counted["visit_keyed"] >= 3 and counted["visit_searched"] == 0
