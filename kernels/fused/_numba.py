@@ -161,24 +161,16 @@ finalize_partial = core["finalize_partial"]
 _RUN_TEMPLATE = """
 def pick_tied(ties, n_ties, rows, start, seed_mix, requested):
     '''The position (in ``rows``) the tie rule takes among the tied
-    positions ``ties[:n_ties]`` (counted from ``start``): the highest
-    ``tie_rank`` of the row with the pods it holds now, the lower row on an
-    equal rank.'''
-    m = rows.shape[0]
-    best = -1
-    best_row = -1
-    best_p = -1
-    for x in range(n_ties):
-        p = ties[x] + start
-        if p >= m:
-            p -= m
-        row = rows[p]
-        r = tie_rank(seed_mix, row, requested[row, RES_PODS])
-        if r > best or (r == best and row < best_row):
-            best = r
-            best_row = row
-            best_p = p
-    return best_p
+    positions ``ties[:n_ties]`` (counted from ``start``): ``tied_position``'s
+    choice (the highest ``tie_rank`` of the row with the pods it holds now,
+    the lower row on an equal rank); -1 when none is tied.'''
+    j = tied_position(ties, n_ties, rows, start, seed_mix, requested)
+    if j < 0:
+        return j
+    p = j + start
+    if p >= rows.shape[0]:
+        p -= rows.shape[0]
+    return p
 
 
 def rule_bits(i, domp1, sums, params, thr):
@@ -948,8 +940,8 @@ def build_place_run(by_row_pass):
         return fn
     namespace = {"fused_pass_by_row": by_row_pass.dispatcher,
                  "RES_PODS": _core.RES_PODS,
-                 **{n: core[n] for n in ("tie_rank", "row_key", "key_top_row", "update_keys",
-                                         "rebuild_keys")},
+                 **{n: core[n] for n in ("tie_rank", "tied_position", "row_key", "key_top_row",
+                                         "update_keys", "rebuild_keys")},
                  "snapshot_rows": core["snapshot_rows"], "finalize_rows": core["finalize_rows"],
                  "row_total": core["row_total"],
                  "normalized": core["normalized"], "scan_stop": core["scan_stop"],
