@@ -18,6 +18,7 @@ from support.backends import needs_cuda
 
 from tensorsched.generators import clusters as synthetic
 from tensorsched.bench.preemption import build as build_preemption
+from tensorsched.bench.preemption import run_preemption
 from tensorsched.framework.parsing.manifests import parse_node
 from tensorsched.framework.preemption.evaluator import PodTable
 from tensorsched.framework.state.cluster_state import add_pods, remove_pods
@@ -191,7 +192,6 @@ def test_device_preemptors_follow_by_journal_and_keyed_visit(variant):
     device tables find their rows from the table's journal (no pass over
     ``row_stamp``) and the visiting order (every node helps) is kept by its
     key; the placements are the numba backend's."""
-    from tensorsched.bench.preemption import run_preemption
     got = run_preemption(24, 4, "cuda", variant=variant)
     want = run_preemption(24, 4, "numba", variant=variant)
     assert got["placements_sha256"] == want["placements_sha256"]

@@ -14,8 +14,13 @@ from celpy.evaluation import CELEvalError
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from tensorsched.cli import main
 from tensorsched.framework.errors import ManifestError
-from tensorsched.framework.parsing.dra import parse_device_class
+from tensorsched.framework.parsing.dra import (
+    parse_device_class,
+    parse_resource_claim,
+    parse_resource_claim_template,
+)
 from tensorsched.framework.state.cluster_state import ClusterState
 from tensorsched.framework.state.dra_cel import _activation, compile_selector
 from tensorsched.framework.state.dra_cel_estimate import (
@@ -321,11 +326,6 @@ def test_a_selector_over_the_limit_is_refused_on_load_and_nothing_is_kept():
 def test_every_kind_with_selectors_is_checked(which, label, field):
     """DeviceClasses, templates and claims (a subrequest's selectors too):
     the first over the limit refused, nothing of the batch kept."""
-    from tensorsched.framework.parsing.dra import (
-        parse_resource_claim,
-        parse_resource_claim_template,
-    )
-
     def sel(on):
         return [{"cel": {"expression": _nested(7) if on else _nested(5)}}]
 
@@ -345,8 +345,6 @@ def test_every_kind_with_selectors_is_checked(which, label, field):
 
 
 def test_the_cli_refuses_the_manifest_naming_file_object_and_field(tmp_path, capsys):
-    from tensorsched.cli import main
-
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(textwrap.dedent(f"""\
         apiVersion: v1
