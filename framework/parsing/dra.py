@@ -53,6 +53,7 @@ from tensorsched.framework.records.dra_records import (
 )
 from .dra_device_status import check_device_statuses
 from .dra_validation import (
+    RESERVED_FOR_MAX,
     check_claim_spec,
     check_claim_status,
     check_device,
@@ -61,6 +62,7 @@ from .dra_validation import (
     check_template_metadata,
     driver_name_errors,
     field_problem,
+    stored_object,
 )
 from .meta import (
     NameRules,
@@ -110,6 +112,33 @@ _NOT_FALSE = "Invalid value: false: must be either unset or set to true"
 MAX_DEVICES_PER_SLICE = 128
 #: CELSelectorExpressionMaxLength: bytes of a selector's expression
 CEL_SELECTOR_MAX_LENGTH = 10 * 1024
+
+# --------------------------------------------------------------------------
+# fields added after Kubernetes 1.35
+#
+# resource.k8s.io/v1 gained these fields after 1.35, each behind an alpha
+# feature gate; tensorsched models 1.35's API, so an object that sets one is
+# refused (the field named) rather than read as if it were not there.
+# (field, upstream's feature gate) by where the field sits:
+_LATER_SLICE_FIELDS = (("partitionTypeAttribute", "DRAPartitionableDevicesType"),
+                       ("skipNodeOperations", "DRAOptionalNodeOperations"))
+_LATER_DEVICE_FIELDS = (("nodeAllocatableResources", "DRANodeAllocatableResources"),)
+_LATER_CONSUMPTION_FIELDS = (("compatibilityGroups", "DRADeviceCompatibilityGroups"),)
+_LATER_REQUEST_FIELDS = (("derivedAttributes", "DRADerivedAttributes"),)
+_LATER_RESULT_FIELDS = (("skipNodeOperations", "DRAOptionalNodeOperations"),)
+
+
+def _refuse_later_fields(ctx: ObjectContext, value: dict, path: str, fields) -> None:
+    """Refuse any of ``fields`` set in ``value`` (an empty list or map is
+    as if unset, as upstream omits it)."""
+    for field, gate in fields:
+        v = value.get(field)
+        if v is not None and v != [] and v != {}:
+            ctx.fail(f"{path}.{field}" if path else field,
+                     f"not modelled: a field added to {API_VERSION} after Kubernetes 1.35 "
+                     f"(feature gate {gate}); tensorsched reads 1.35's fields only, remove "
+                     "it to load this object")
+
 
 # --------------------------------------------------------------------------
 # small parts
@@ -292,7 +321,11 @@ def _int64(ctx: ObjectContext, value, path: str, lo: int | None = None) -> int:
     return value
 
 
-def _selectors(ctx: ObjectContext, value, path: str) -> tuple[str | None, ...]:
+def _selectors(ctx: ObjectContext, value, path: str,
+               stored: bool = False) -> tuple[str | None, ...]:
+    """The selectors' expressions (None: a selector without ``cel``); one
+    past 10 KiB is refused unless the object is ``stored``
+    (``dra_validation.stored_object``: the limit is upstream's on create)."""
     out = []
     for i, sel in enumerate(ctx.list(value, path)):
         sel = ctx.mapping(sel, f"{path}[{i}]")
@@ -304,7 +337,7 @@ def _selectors(ctx: ObjectContext, value, path: str) -> tuple[str | None, ...]:
         epath = f"{path}[{i}].cel.expression"
         expression = ctx.string(cel.get("expression"), epath, required=True)
         # upstream does not compile a longer one (Go's len: bytes)
-        if len(expression) > CEL_SELECTOR_MAX_LENGTH // 4 and len(
+        if not stored and len(expression) > CEL_SELECTOR_MAX_LENGTH // 4 and len(
                 expression.encode("utf-8", "surrogatepass")) > CEL_SELECTOR_MAX_LENGTH:
             ctx.fail(epath, f"Too long: may not be more than {CEL_SELECTOR_MAX_LENGTH} bytes")
         out.append(expression)
@@ -345,7 +378,7 @@ def parse_device_class(obj: dict, *, where: str | None = None) -> DeviceClassRec
     ext = spec.get("extendedResourceName")
     return DeviceClassRecord(
         name=name,
-        selectors=_selectors(ctx, spec.get("selectors"), "spec.selectors"),
+        selectors=_selectors(ctx, spec.get("selectors"), "spec.selectors", stored_object(obj)),
         config=_opaque_configs(ctx, spec.get("config"), "spec.config", False),
         extended_resource_name=ctx.string(ext, "spec.extendedResourceName")
         if ext is not None
@@ -493,6 +526,7 @@ def _device_of_shape(
 def _device(ctx: ObjectContext, d, path: str, per_device: bool, strict: bool) -> DeviceRecord:
     d = ctx.mapping(d, path)
     name = _label(ctx, d.get("name"), f"{path}.name")
+    _refuse_later_fields(ctx, d, path, _LATER_DEVICE_FIELDS)
     attributes = {}
     for k, v in ctx.mapping(d.get("attributes"), f"{path}.attributes").items():
         attributes[k] = _attribute(ctx, v, lambda k=k: join_path(f"{path}.attributes", k))
@@ -510,6 +544,7 @@ def _device(ctx: ObjectContext, d, path: str, per_device: bool, strict: bool) ->
     for i, c in enumerate(ctx.list(d.get("consumesCounters"), f"{path}.consumesCounters")):
         cpath = f"{path}.consumesCounters[{i}]"
         c = ctx.mapping(c, cpath)
+        _refuse_later_fields(ctx, c, cpath, _LATER_CONSUMPTION_FIELDS)
         consumes.append(
             CounterConsumption(
                 _required(ctx, c.get("counterSet"), f"{cpath}.counterSet"),
@@ -590,6 +625,7 @@ def parse_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlic
 def _parse_resource_slice(obj: dict, where: str | None, strict: bool) -> ResourceSliceRecord:
     ctx, _, _, name = identity(obj, "ResourceSlice", False, where)
     spec = ctx.mapping(obj.get("spec"), "spec")
+    _refuse_later_fields(ctx, spec, "spec", _LATER_SLICE_FIELDS)
     driver = _driver_name(
         ctx, _required(ctx, spec.get("driver"), "spec.driver"), "spec.driver"
     )
@@ -672,8 +708,9 @@ def _parse_resource_slice(obj: dict, where: str | None, strict: bool) -> Resourc
 # ResourceClaim / ResourceClaimTemplate
 
 
-def _exact(ctx: ObjectContext, value, path: str, sub: bool) -> ExactRequest:
+def _exact(ctx: ObjectContext, value, path: str, sub: bool, stored: bool) -> ExactRequest:
     value = ctx.mapping(value, path)
+    _refuse_later_fields(ctx, value, path, _LATER_REQUEST_FIELDS)
     # a subrequest's name is held to the DNS-label rule with the API
     # server's checks only: upstream's allocator tests use "subReq-0"
     name = _given_name(ctx, value.get("name"), f"{path}.name") if sub else ""
@@ -698,7 +735,7 @@ def _exact(ctx: ObjectContext, value, path: str, sub: bool) -> ExactRequest:
         )
     return ExactRequest(
         device_class_name=ctx.string(value.get("deviceClassName"), f"{path}.deviceClassName"),
-        selectors=_selectors(ctx, value.get("selectors"), f"{path}.selectors"),
+        selectors=_selectors(ctx, value.get("selectors"), f"{path}.selectors", stored),
         allocation_mode=mode,
         count=count,
         admin_access=admin,
@@ -708,8 +745,9 @@ def _exact(ctx: ObjectContext, value, path: str, sub: bool) -> ExactRequest:
     )
 
 
-def _claim_spec(ctx: ObjectContext, spec, path: str) -> dict:
-    """ResourceClaimRecord kwargs from a ResourceClaimSpec."""
+def _claim_spec(ctx: ObjectContext, spec, path: str, stored: bool) -> dict:
+    """ResourceClaimRecord kwargs from a ResourceClaimSpec (``stored``: of
+    a stored object, ``dra_validation.stored_object``)."""
     spec = ctx.mapping(spec, path)
     devices = ctx.mapping(spec.get("devices"), f"{path}.devices")
     dpath = f"{path}.devices"
@@ -734,7 +772,8 @@ def _claim_spec(ctx: ObjectContext, spec, path: str) -> dict:
                      "required")
         if has_exact:
             requests.append(
-                DeviceRequest(name, exactly=_exact(ctx, r["exactly"], f"{rpath}.exactly", False))
+                DeviceRequest(name, exactly=_exact(ctx, r["exactly"], f"{rpath}.exactly", False,
+                                                   stored))
             )
             continue
         if len(subs) > FIRST_AVAILABLE_MAX_SIZE:
@@ -744,7 +783,7 @@ def _claim_spec(ctx: ObjectContext, spec, path: str) -> dict:
             DeviceRequest(
                 name,
                 first_available=tuple(
-                    _exact(ctx, s, f"{rpath}.firstAvailable[{j}]", True)
+                    _exact(ctx, s, f"{rpath}.firstAvailable[{j}]", True, stored)
                     for j, s in enumerate(subs)
                 ),
             )
@@ -781,6 +820,7 @@ def parse_allocation_result(ctx: ObjectContext, value, path: str) -> AllocationR
     for i, r in enumerate(ctx.list(devices.get("results"), f"{path}.devices.results")):
         rpath = f"{path}.devices.results[{i}]"
         r = ctx.mapping(r, rpath)
+        _refuse_later_fields(ctx, r, rpath, _LATER_RESULT_FIELDS)
         consumed = r.get("consumedCapacity")
         results.append(
             DeviceRequestAllocationResult(
@@ -836,11 +876,14 @@ def parse_resource_claim(obj: dict, *, where: str | None = None) -> ResourceClai
     status the allocation and ``reservedFor``)."""
     ctx, meta, namespace, name = identity(obj, "ResourceClaim", True, where)
     status = ctx.mapping(obj.get("status"), "status")
-    allocation = None
-    if status.get("allocation") is not None:
-        allocation = parse_allocation_result(ctx, status["allocation"], "status.allocation")
+    # upstream's order: the consumers (their count before their fields),
+    # then the allocation
+    reserved_raw = ctx.list(status.get("reservedFor"), "status.reservedFor")
+    if len(reserved_raw) > RESERVED_FOR_MAX:
+        ctx.fail("status.reservedFor", f"Too many: {len(reserved_raw)}: must have at most "
+                 f"{RESERVED_FOR_MAX} items")
     reserved = []
-    for i, ref in enumerate(ctx.list(status.get("reservedFor"), "status.reservedFor")):
+    for i, ref in enumerate(reserved_raw):
         rpath = f"status.reservedFor[{i}]"
         ref = ctx.mapping(ref, rpath)
         reserved.append(
@@ -851,11 +894,14 @@ def parse_resource_claim(obj: dict, *, where: str | None = None) -> ResourceClai
                 ctx.string(ref.get("apiGroup"), f"{rpath}.apiGroup"),
             )
         )
+    allocation = None
+    if status.get("allocation") is not None:
+        allocation = parse_allocation_result(ctx, status["allocation"], "status.allocation")
     return ResourceClaimRecord(
         namespace=namespace,
         name=name,
         uid=ctx.string(meta.get("uid"), "metadata.uid"),
-        **_claim_spec(ctx, obj.get("spec"), "spec"),
+        **_claim_spec(ctx, obj.get("spec"), "spec", stored_object(obj)),
         allocation=allocation,
         reserved_for=tuple(reserved),
         deleting=meta.get("deletionTimestamp") is not None,
@@ -874,7 +920,8 @@ def parse_resource_claim_template(
     claim_spec = ctx.mapping(spec.get("spec"), "spec.spec")
     meta = ctx.mapping(spec.get("metadata"), "spec.metadata")
     claim = ResourceClaimRecord(
-        namespace=namespace, name=name, uid="", **_claim_spec(ctx, claim_spec, "spec.spec")
+        namespace=namespace, name=name, uid="",
+        **_claim_spec(ctx, claim_spec, "spec.spec", stored_object(obj))
     )
     annotations = ctx.str_map(meta.get("annotations"), "spec.metadata.annotations")
     check_annotations(ctx, annotations, "spec.metadata.annotations")
@@ -907,7 +954,7 @@ def load_device_class(obj: dict, *, where: str | None = None) -> DeviceClassReco
     """``parse_device_class`` with the API server's checks (see above)."""
     rec = parse_device_class(obj, where=where)
     ctx = identity(obj, "DeviceClass", False, where)[0]
-    check_device_class(ctx, obj.get("spec") or {})
+    check_device_class(ctx, obj.get("spec") or {}, stored_object(obj))
     return rec
 
 
@@ -921,15 +968,17 @@ def load_resource_claim(obj: dict, *, where: str | None = None) -> ResourceClaim
     """``parse_resource_claim`` with the API server's checks (see above)."""
     rec = parse_resource_claim(obj, where=where)
     ctx = identity(obj, "ResourceClaim", True, where)[0]
+    stored = stored_object(obj)
     spec = obj.get("spec") or {}
-    check_claim_spec(ctx, spec, "spec")
+    check_claim_spec(ctx, spec, "spec", stored)
     status = obj.get("status") or {}
-    check_claim_status(ctx, spec, status)
     # upstream's plugin tests write device statuses by hand (conditions
     # without a transition time): with their harness's name rules off they
     # are not checked, as the allocation results' names
-    if NameRules.enforced:
-        check_device_statuses(ctx, status.get("devices"), status.get("allocation"))
+    devices = (lambda: check_device_statuses(ctx, status.get("devices"),
+                                             status.get("allocation"))
+               ) if NameRules.enforced else None
+    check_claim_status(ctx, spec, status, stored, devices)
     return rec
 
 
@@ -941,7 +990,7 @@ def load_resource_claim_template(
     ctx = identity(obj, "ResourceClaimTemplate", True, where)[0]
     spec = obj.get("spec") or {}
     check_template_metadata(ctx, spec.get("metadata") or {})
-    check_claim_spec(ctx, spec.get("spec") or {}, "spec.spec")
+    check_claim_spec(ctx, spec.get("spec") or {}, "spec.spec", stored_object(obj))
     return rec
 
 

@@ -14,10 +14,28 @@ repeated list entry at the entry (``spec.devices[1]: Duplicate value:
 "gpu-0"``), values quoted as Go quotes them.
 
 The limits are upstream's constants; the name of each is in its comment.
+
+Create-only checks.  Upstream holds a few rules only to an object being
+created (or a field being changed), never again to one it has stored: the
+10 KiB limit of opaque parameters (introduced in 1.32, stored parameters
+kept), a selector's length and cost limits (a stored expression was valid
+when written), ``adminAccess`` only in a labelled namespace.  An object read
+with ``metadata.resourceVersion`` set is a stored object (a cluster dump:
+the API server writes that field when it stores an object and refuses a
+create that carries one), so those checks are not made on it; any other
+object is a new one (a manifest), and they are (:func:`stored_object`).
+
+Gates.  The wording of a few checks follows feature gates upstream reads in
+its validation (a constraint with neither attribute names
+``matchAttribute`` unless DRAConsumableCapacity is on): the gates in force
+while objects are read are :func:`gates_in_force`'s, Kubernetes 1.35's
+defaults otherwise.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import json
 import math
@@ -39,9 +57,12 @@ from .meta import (
     qualified_name_errors,
 )
 from .node_selectors import check_node_selector
-from .quantity import parse_quantity
+from .quantity import INT64_MAX, parse_quantity
 
 __all__ = [
+    "gates_in_force",
+    "gate_on",
+    "stored_object",
     "driver_name_errors",
     "field_problem",
     "pool_name_errors",
@@ -88,6 +109,40 @@ _REQUEST_REF_MSG = (
     "must be the name of a request in the claim or the name of a request and a "
     "subrequest separated by '/'"
 )
+
+
+# --------------------------------------------------------------------------
+# gates and stored objects
+
+#: the names of the feature gates on while objects are read (upstream's
+#: validation reads a few); empty: Kubernetes 1.35's defaults for those
+#: read here (DRAConsumableCapacity off)
+_GATES: contextvars.ContextVar[frozenset] = contextvars.ContextVar(
+    "dra_validation_gates", default=frozenset())
+
+
+@contextlib.contextmanager
+def gates_in_force(gates):
+    """Read objects inside with the feature gates ``gates`` (names of the
+    gates on; None: 1.35's defaults) as the API server's checks see them."""
+    token = _GATES.set(frozenset(gates or ()))
+    try:
+        yield
+    finally:
+        _GATES.reset(token)
+
+
+def gate_on(name: str) -> bool:
+    """Whether feature gate ``name`` is on for the objects being read."""
+    return name in _GATES.get()
+
+
+def stored_object(obj) -> bool:
+    """An object the API server had stored (a dump's object): one with
+    ``metadata.resourceVersion`` set, which a create may not carry.  The
+    create-only checks (see the module's notes) pass it by."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return isinstance(meta, dict) and bool(meta.get("resourceVersion"))
 
 
 def _nbytes(text: str) -> int:
@@ -320,8 +375,9 @@ def _check_request_policy(ctx: ObjectContext, capacity: Fraction, policy: dict,
     if lo > capacity:
         ctx.fail(f"{rpath}.min", invalid_value(
             str(rng["min"]), [f"min is larger than capacity value: {cap}"]))
+    # the default's problems are reported at the bound it breaks (1.35)
     if default < lo:
-        ctx.fail(f"{path}.default", invalid_value(
+        ctx.fail(f"{rpath}.min", invalid_value(
             str(raw_default), [f"default is less than min: {rng['min']}"]))
     hi = parse_quantity(rng["max"]) if rng.get("max") is not None else None
     if hi is not None:
@@ -332,7 +388,7 @@ def _check_request_policy(ctx: ObjectContext, capacity: Fraction, policy: dict,
             ctx.fail(f"{rpath}.max", invalid_value(
                 str(rng["max"]), [f"max is larger than capacity value: {cap}"]))
         if default > hi:
-            ctx.fail(f"{path}.default", invalid_value(
+            ctx.fail(f"{rpath}.max", invalid_value(
                 str(raw_default), [f"default is more than max: {rng['max']}"]))
     if rng.get("step") is None:
         return
@@ -342,8 +398,25 @@ def _check_request_policy(ctx: ObjectContext, capacity: Fraction, policy: dict,
     if lo + step > capacity:
         ctx.fail(f"{rpath}.step", invalid_value(str(rng["step"]), [
             f"one step {format_quantity(lo + step)} is larger than capacity value: {cap}"]))
+    # the step arithmetic reads each value as an int64 (Quantity.Value()):
+    # upstream refuses first what that cannot read (a negative value reads
+    # back with either sign, one past int64 wraps), in this order
+    bounds = (("default", raw_default, default), ("min", rng["min"], lo),
+              ("max", rng.get("max"), hi), ("step", rng["step"], step))
+    for name, raw, value in bounds:
+        if value is None:
+            continue
+        if value < 0:
+            ctx.fail(f"{rpath}.{name}", invalid_value(
+                str(raw), ["must be greater than or equal to 0"]))
+        if value > INT64_MAX:
+            ctx.fail(f"{rpath}.{name}", invalid_value(
+                str(raw), [f"must not be larger than {INT64_MAX}"]))
+    # whole units, each value rounded up (DRAFractionalCapacityRange off:
+    # 250m from 200m in steps of 100m is 1 from 1 in steps of 1, accepted)
+    whole_step, whole_lo = math.ceil(step), math.ceil(lo)
     for raw, value in ((raw_default, default), (rng.get("max"), hi)):
-        if value is not None and (value - lo) % step:
+        if value is not None and (math.ceil(value) - whole_lo) % whole_step:
             ctx.fail(f"{rpath}.step", invalid_value(str(raw), [
                 f"value is not a multiple of a given step ({rng['step']}) from ({rng['min']})"]))
 
@@ -378,19 +451,27 @@ def _check_counter_sets(ctx: ObjectContext, items: list, path: str, name_key: st
 
 
 def _check_binding_conditions(ctx: ObjectContext, d: dict, path: str) -> None:
+    """``validateDeviceBindingParameters`` in its order: each list's size
+    and names, the conditions' duplicates, each failure condition's
+    duplicate and overlap, then each list's need of the other."""
     conditions = d.get("bindingConditions") or []
     failures = d.get("bindingFailureConditions") or []
     for field, items in (("bindingConditions", conditions),
                          ("bindingFailureConditions", failures)):
         fpath = f"{path}.{field}"
         _too_many(ctx, fpath, items, BINDING_CONDITIONS_MAX)
-        seen = set()
         for i, c in enumerate(items):
             _check(ctx, f"{fpath}[{i}]", c, qualified_name_errors(c))
-            if c in seen:
-                ctx.fail(f"{fpath}[{i}]", duplicate_value(c))
-            seen.add(c)
+    seen = set()
+    for i, c in enumerate(conditions):
+        if c in seen:
+            ctx.fail(f"{path}.bindingConditions[{i}]", duplicate_value(c))
+        seen.add(c)
+    seen = set()
     for i, c in enumerate(failures):
+        if c in seen:
+            ctx.fail(f"{path}.bindingFailureConditions[{i}]", duplicate_value(c))
+        seen.add(c)
         if c in conditions:
             ctx.fail(f"{path}.bindingFailureConditions[{i}]", invalid_value(
                 c, ["bindingFailureConditions must not overlap with bindingConditions"]))
@@ -521,9 +602,10 @@ def _check_selectors(ctx: ObjectContext, selectors, path: str) -> None:
             ctx.fail(f"{path}[{i}].cel", "Required value")
 
 
-def _check_opaque(ctx: ObjectContext, config: dict, path: str) -> None:
+def _check_opaque(ctx: ObjectContext, config: dict, path: str, stored: bool) -> None:
     """A configuration's ``opaque`` (required by the parser): its driver's
-    name, and parameters that are a JSON object of at most 10 KiB."""
+    name, and parameters that are a JSON object, of at most 10 KiB unless
+    the object is ``stored`` (a create-only limit, see the module's notes)."""
     opaque = config["opaque"]
     driver = opaque["driver"]
     _check(ctx, f"{path}.opaque.driver", driver, list(driver_name_errors(driver)))
@@ -533,6 +615,8 @@ def _check_opaque(ctx: ObjectContext, config: dict, path: str) -> None:
         ctx.fail(ppath, "Required value")
     if not isinstance(params, dict):
         ctx.fail(ppath, 'Invalid value: "<value omitted>": must be a valid JSON object')
+    if stored:
+        return
     size = _nbytes(json.dumps(params, separators=(",", ":"), ensure_ascii=False, default=str))
     if size > OPAQUE_PARAMETERS_MAX_LENGTH:
         _too_long(ctx, ppath, OPAQUE_PARAMETERS_MAX_LENGTH)
@@ -547,14 +631,15 @@ def _extended_resource_name_ok(name: str) -> bool:
     return not qualified_name_errors("requests." + name)
 
 
-def check_device_class(ctx: ObjectContext, spec: dict) -> None:
+def check_device_class(ctx: ObjectContext, spec: dict, stored: bool = False) -> None:
     """``validateDeviceClassSpec``: selectors, configuration, the extended
-    resource name (``spec`` parsed already)."""
+    resource name (``spec`` parsed already; ``stored``: a stored object's,
+    see :func:`stored_object`)."""
     _check_selectors(ctx, spec.get("selectors"), "spec.selectors")
     configs = spec.get("config") or []
     _too_many(ctx, "spec.config", configs, CONFIG_MAX)
     for i, c in enumerate(configs):
-        _check_opaque(ctx, c, f"spec.config[{i}]")
+        _check_opaque(ctx, c, f"spec.config[{i}]", stored)
     ext = spec.get("extendedResourceName")
     if ext is not None and not _extended_resource_name_ok(ext):
         ctx.fail("spec.extendedResourceName",
@@ -626,13 +711,14 @@ def _request_names(devices: dict) -> dict:
             for r in devices.get("requests") or ()}
 
 
-def check_claim_spec(ctx: ObjectContext, spec: dict, path: str) -> None:
+def check_claim_spec(ctx: ObjectContext, spec: dict, path: str, stored: bool = False) -> None:
     """``validateDeviceClaim`` but what the parser checks: at most 32
     requests, each request and subrequest's class, selectors, tolerations
     and count; subrequest names unique DNS labels; at most 32 constraints,
     naming requests of the claim and a fully qualified attribute; at most 32
     configurations, naming requests of the claim, with their opaque
-    parameters.  ``spec`` parsed already (its shape is sound)."""
+    parameters.  ``spec`` parsed already (its shape is sound); ``stored``: a
+    stored object's (:func:`stored_object`)."""
     dpath = f"{path}.devices"
     devices = spec.get("devices") or {}
     requests = devices.get("requests") or []
@@ -658,57 +744,36 @@ def check_claim_spec(ctx: ObjectContext, spec: dict, path: str) -> None:
         _check_request_refs(ctx, c.get("requests"), f"{cpath}.requests", known)
         key = "matchAttribute" if c.get("matchAttribute") is not None else "distinctAttribute"
         if c.get(key) is None:
-            # upstream's words with DRAConsumableCapacity on (distinctAttribute
-            # is read here whatever the gates)
-            ctx.fail(cpath, 'Required value: exactly one of "matchAttribute" or '
-                     '"distinctAttribute" is required, but multiple fields are set')
+            # upstream names distinctAttribute only while DRAConsumableCapacity
+            # is on (distinctAttribute itself is read here whatever the gates)
+            if gate_on("DRAConsumableCapacity"):
+                ctx.fail(cpath, 'Required value: exactly one of "matchAttribute" or '
+                         '"distinctAttribute" is required, but multiple fields are set')
+            ctx.fail(f"{cpath}.matchAttribute", "Required value")
         _check(ctx, f"{cpath}.{key}", c[key], list(device_attribute_name_errors(c[key], True)))
     configs = devices.get("config") or []
     _too_many(ctx, f"{dpath}.config", configs, CONFIG_MAX)
     for i, c in enumerate(configs):
         cpath = f"{dpath}.config[{i}]"
         _check_request_refs(ctx, c.get("requests"), f"{cpath}.requests", known)
-        _check_opaque(ctx, c, cpath)
+        _check_opaque(ctx, c, cpath, stored)
 
 
-def check_claim_status(ctx: ObjectContext, spec: dict, status: dict) -> None:
-    """A claim's status as the API server takes it: at most 32 allocation
-    results, each naming a request of the claim, a driver, a pool and a
-    device by valid names, with valid tolerations and binding conditions
-    (and a share by a normalized UUID: unchecked
-    while ``NameRules.enforced`` is off, as for upstream's tests); at most 64
-    configurations (the class's and the claim's), each naming requests of
-    the claim, with their opaque parameters; a valid node selector; at most 256 consumers in ``reservedFor``, with
-    distinct uids, and none without an allocation."""
-    known = _request_names((spec or {}).get("devices") or {})
-    allocation = status.get("allocation")
-    if allocation is not None:
-        rpath = "status.allocation.devices.results"
-        results = (allocation.get("devices") or {}).get("results") or []
-        _too_many(ctx, rpath, results, REQUESTS_MAX)
-        # upstream's plugin tests allocate claims by hand, naming requests
-        # their claims lack: with the name rules off (their harness) the
-        # results' names are not held to the claim
-        for i, r in enumerate(results if NameRules.enforced else ()):
-            path = f"{rpath}[{i}]"
-            _check_request_ref(ctx, r["request"], f"{path}.request", known)
-            _check(ctx, f"{path}.driver", r["driver"], list(driver_name_errors(r["driver"])))
-            _check(ctx, f"{path}.pool", r["pool"], pool_name_errors(r["pool"]))
-            _check(ctx, f"{path}.device", r["device"], dns1123_label_errors(r["device"]))
-            if r.get("bindingConditions") or r.get("bindingFailureConditions"):
-                _check_binding_conditions(ctx, r, path)
-            _check_tolerations(ctx, r.get("tolerations"), f"{path}.tolerations")
-            if r.get("shareID") is not None:
-                _check(ctx, f"{path}.shareID", r["shareID"], uid_errors(r["shareID"]))
-        configs = (allocation.get("devices") or {}).get("config") or []
-        _too_many(ctx, "status.allocation.devices.config", configs, 2 * CONFIG_MAX)
-        for i, c in enumerate(configs):
-            cpath = f"status.allocation.devices.config[{i}]"
-            _check_request_refs(ctx, c.get("requests"), f"{cpath}.requests", known)
-            _check_opaque(ctx, c, cpath)
-        if allocation.get("nodeSelector") is not None:
-            check_node_selector(ctx, allocation["nodeSelector"],
-                                "status.allocation.nodeSelector", True)
+def check_claim_status(ctx: ObjectContext, spec: dict, status: dict, stored: bool = False,
+                       device_statuses=None) -> None:
+    """A claim's status as the API server takes it, in the order upstream
+    reports its problems (``validateResourceClaimStatusUpdate``): at most
+    256 consumers in ``reservedFor`` with distinct uids (each one's fields
+    required by the parser); then ``status.devices`` (``device_statuses``,
+    a callable, when given); then no consumer without an allocation; then
+    the allocation: at most 32 results, each naming a request of the claim,
+    a driver, a pool and a device by valid names, with valid binding
+    conditions and tolerations and a share by a normalized UUID (the
+    results unchecked while ``NameRules.enforced`` is off, as for upstream's
+    tests), at most 64 configurations (the class's and the claim's), each
+    naming requests of the claim, with their opaque parameters (their size
+    not held to a ``stored`` claim, see :func:`stored_object`), a valid node
+    selector."""
     reserved = status.get("reservedFor") or []
     _too_many(ctx, "status.reservedFor", reserved, RESERVED_FOR_MAX)
     uids = set()
@@ -716,9 +781,41 @@ def check_claim_status(ctx: ObjectContext, spec: dict, status: dict) -> None:
         if ref["uid"] in uids:
             ctx.fail(f"status.reservedFor[{i}]", duplicate_value(ref["uid"]))
         uids.add(ref["uid"])
+    if device_statuses is not None:
+        device_statuses()
+    allocation = status.get("allocation")
     if reserved and allocation is None:
         ctx.fail("status.reservedFor", "Forbidden: may not be specified when `allocated` is "
                  "not set")
+    if allocation is None:
+        return
+    known = _request_names((spec or {}).get("devices") or {})
+    rpath = "status.allocation.devices.results"
+    results = (allocation.get("devices") or {}).get("results") or []
+    _too_many(ctx, rpath, results, REQUESTS_MAX)
+    # upstream's plugin tests allocate claims by hand, naming requests
+    # their claims lack: with the name rules off (their harness) the
+    # results' names are not held to the claim
+    for i, r in enumerate(results if NameRules.enforced else ()):
+        path = f"{rpath}[{i}]"
+        _check_request_ref(ctx, r["request"], f"{path}.request", known)
+        _check(ctx, f"{path}.driver", r["driver"], list(driver_name_errors(r["driver"])))
+        _check(ctx, f"{path}.pool", r["pool"], pool_name_errors(r["pool"]))
+        _check(ctx, f"{path}.device", r["device"], dns1123_label_errors(r["device"]))
+        if r.get("bindingConditions") or r.get("bindingFailureConditions"):
+            _check_binding_conditions(ctx, r, path)
+        _check_tolerations(ctx, r.get("tolerations"), f"{path}.tolerations")
+        if r.get("shareID") is not None:
+            _check(ctx, f"{path}.shareID", r["shareID"], uid_errors(r["shareID"]))
+    configs = (allocation.get("devices") or {}).get("config") or []
+    _too_many(ctx, "status.allocation.devices.config", configs, 2 * CONFIG_MAX)
+    for i, c in enumerate(configs):
+        cpath = f"status.allocation.devices.config[{i}]"
+        _check_request_refs(ctx, c.get("requests"), f"{cpath}.requests", known)
+        _check_opaque(ctx, c, cpath, stored)
+    if allocation.get("nodeSelector") is not None:
+        check_node_selector(ctx, allocation["nodeSelector"],
+                            "status.allocation.nodeSelector", True)
 
 
 def check_template_metadata(ctx: ObjectContext, meta: dict) -> None:

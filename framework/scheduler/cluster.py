@@ -12,6 +12,7 @@ from tensorsched.framework.arguments import Arguments
 from tensorsched.framework.config.kube_config import SchedulerConfig, load_config
 from tensorsched.framework.config.plugin_args import FEATURE_GATES, DynamicResourcesArgs
 from tensorsched.framework.errors import StateError
+from tensorsched.framework.parsing.dra_validation import gates_in_force
 from tensorsched.framework.parsing.manifests import Objects, parse_objects, parse_pod
 from tensorsched.framework.records.pod_columns import PodColumns
 from tensorsched.framework.parsing.pod_templates import PodTemplates
@@ -129,6 +130,16 @@ def check_feature_gates(args: Arguments, gates, config=None) -> dict[str, bool] 
     return dict(gates)
 
 
+def _dra_gates(cfg: SchedulerConfig) -> tuple[str, ...] | None:
+    """The DRA gates on in ``cfg`` (every profile's DynamicResources args
+    carry the same); None: no profile has the plugin, the defaults."""
+    for prof in cfg.profiles:
+        for a in prof.args.values():
+            if isinstance(a, DynamicResourcesArgs):
+                return a.feature_gates
+    return None
+
+
 def _dra_features(cfg: SchedulerConfig):
     """The allocator's switches under the DRA gates ``cfg`` was loaded with
     (every profile's DynamicResources args carry the same); None: defaults."""
@@ -156,8 +167,11 @@ def build_cluster(objects, config=None, registry: Registry | None = None,
     registry = registry or default_registry()
     cfg = load_config(config, registry.plugin_points(), feature_gates) if not isinstance(
         config, SchedulerConfig) else config
-    objs = objects if isinstance(objects, Objects) else parse_objects(
-        objects, kinds=registry.object_kinds())
+    if isinstance(objects, Objects):
+        objs = objects
+    else:
+        with gates_in_force(_dra_gates(cfg)):    # the API server's checks read a few
+            objs = parse_objects(objects, kinds=registry.object_kinds())
     resolver = PriorityResolver(objs.priority_classes)
     state = ClusterState(node_capacity=max(len(objs.nodes), 1))
     state.workloads = WorkloadIndex.from_objects(objs)      # PodTopologySpread defaults

@@ -47,6 +47,7 @@ from tensorsched.framework.records.dra_records import (
     ResourceClaimTemplateRecord,
     ResourceSliceRecord,
 )
+from tensorsched.framework.parsing.dra_validation import stored_object
 from tensorsched.framework.parsing.meta import invalid_value, parse_timestamp, source_of
 
 from .derived import StateKey
@@ -138,8 +139,10 @@ def check_selectors(classes=(), templates=(), claims=()) -> None:
     on create; else a
     ManifestError naming the object and the field, with the compiler's
     message.  A selector whose estimated worst-case cost exceeds the limit
-    (``dra_cel_estimate``) is refused as upstream refuses it: ``Forbidden:
-    too complex, exceeds cost limit``.  (The allocator meets an expression that does not compile
+    (``dra_cel_estimate``) is refused as upstream refuses it on create:
+    ``Forbidden: too complex, exceeds cost limit``; not in a stored object
+    (``dra_validation.stored_object``: upstream does not estimate a stored
+    expression again, the runtime limit still applies).  (The allocator meets an expression that does not compile
     with an error of its own; objects read as a cluster never carry one.)"""
     def fields():
         for c in classes:
@@ -162,7 +165,7 @@ def check_selectors(classes=(), templates=(), claims=()) -> None:
         except CelError as exc:
             raise ManifestError(label, path, invalid_value(expr, [str(exc)]),
                                 source_of(obj)) from None
-        if exceeds_cost_limit(expr):
+        if not stored_object(obj) and exceeds_cost_limit(expr):
             raise ManifestError(label, path, TOO_COMPLEX, source_of(obj))
 
 
@@ -174,7 +177,8 @@ def check_admin_access(namespace_labels, templates=(), claims=()) -> None:
     """A request with ``adminAccess: true`` only in a namespace labelled
     ``resource.kubernetes.io/admin-access: "true"``, as the API server
     checks on create; namespaces without a Namespace object in the input
-    (``namespace_labels`` lacks them) are not judged."""
+    (``namespace_labels`` lacks them) and stored objects
+    (``dra_validation.stored_object``) are not judged."""
     def objects():
         for t in templates:
             yield f"ResourceClaimTemplate {t.key}", t.obj, t.namespace, t.claim, "spec.spec"
@@ -183,7 +187,7 @@ def check_admin_access(namespace_labels, templates=(), claims=()) -> None:
 
     for label, obj, namespace, claim, path in objects():
         labels = namespace_labels.get(namespace)
-        if labels is None or labels.get(ADMIN_ACCESS_LABEL) == "true":
+        if labels is None or labels.get(ADMIN_ACCESS_LABEL) == "true" or stored_object(obj):
             continue
         for i, r in enumerate(claim.requests):
             if r.exactly is not None and r.exactly.admin_access:
