@@ -19,7 +19,8 @@ consulted first, presence tests free):
   bytes ordering ``ceil(0.1 * min(size))``; string ``+``
   ``ceil(0.1 * (m + n))``; ``in`` a list its size; ``startsWith`` /
   ``endsWith`` / ``format`` / ``strings.quote`` ``ceil(0.1 * size)``;
-  ``contains`` and ``matches`` the products cel-go charges; Kubernetes'
+  ``contains`` and the method ``s.matches(re)`` the products cel-go
+  charges (the global ``matches(s, re)`` 1, as its overload); Kubernetes'
   libraries as its estimator charges them (``dra_cel_call_costs``); the sets and
   lists extensions as their trackers do;
 - a list literal 10, a map literal 30;
@@ -100,6 +101,11 @@ _MACROS = {"all": (2,), "exists": (2,), "exists_one": (2,), "map": (2, 3), "filt
 #: calls that are not charged as a call (``or`` / ``orValue``: cel-go's
 #: steps for them are no call; the macros: charged as their expansions)
 _UNCHARGED = ("or", "orValue", "sortBy", *OPTIONAL_MACROS)
+#: functions called in the global form that cost 1 whatever their
+#: arguments: ``dyn``, and ``matches(s, re)``, whose overload (``matches``)
+#: no cost case of cel-go's tracker or Kubernetes' estimator names (only
+#: the method's, ``matches_string``, is charged the regex product)
+_NOMINAL_GLOBALS = ("dyn", "matches")
 
 
 def _unwrap(node):
@@ -238,7 +244,7 @@ class CostEvaluator(OptionalEvaluator):
                     return
                 args = [self._value(a) for a in child.children[1].children] \
                     if len(child.children) > 1 else []
-                add(1 if name == "dyn" else call_cost(name, args, value))
+                add(1 if name in _NOMINAL_GLOBALS else call_cost(name, args, value))
         elif d in _SELECTS:
             # a selection on a call's result or a literal: the relative
             # attribute cel-go builds costs one more
