@@ -636,9 +636,10 @@ class DynamicResources(Plugin):
                 store.deallocate(e.key)
                 cyc.unavailable.discard(i)
                 # the claim's update reaches the queue: the pod (in flight)
-                # is tried again after its backoff, not left unschedulable
+                # is tried again after its backoff, not left unschedulable;
+                # not under a look that undoes it (explain)
                 queue = getattr(self._scheduler, "queue", None)
-                if queue is not None:
+                if queue is not None and not store.looking:
                     queue.move_all(CLAIM_DEALLOCATED)
                 return PreemptionResult(None, status=Status(
                     Code.UNSCHEDULABLE, ("deallocation of ResourceClaim completed",), NAME))

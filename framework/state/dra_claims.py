@@ -224,6 +224,9 @@ class ClaimState:
         self.by_pod: dict[str, list[str]] = {}
         self.controller = True          # generate template claims (simulated controller)
         self.consumable_capacity = False  # DRAConsumableCapacity: share ids share devices
+        # snapshots taken and not yet restored: a look at a pod (explain)
+        # whose claim changes are undone after it, so no cluster event
+        self.looking = 0
         self.objects_version = 0        # moves when classes / slices change
         # the devices the claims hold (``dra_in_use``); its sets are live
         self.in_use = DevicesInUse(self)
@@ -517,7 +520,9 @@ def snapshot(store: ClaimState) -> dict:
     """What a scheduling cycle may change of ``store``'s claims there are
     now: per claim its allocation, allocation time, binding conditions and
     reservations.  ``restore`` puts them back (explain's PostFilter
-    deallocates, and explaining leaves the cluster as it was)."""
+    deallocates, and explaining leaves the cluster as it was); until then
+    ``store.looking`` counts it."""
+    store.looking += 1
     return {k: (e.allocation, e.allocated_ns, e.conditions, tuple(e.reserved_for))
             for k, e in store.claims.items()}
 
@@ -525,6 +530,7 @@ def snapshot(store: ClaimState) -> dict:
 def restore(store: ClaimState, snap: dict) -> None:
     """Each claim of ``snap`` that is still in ``store`` as it was then: its
     devices counted in use again, its pods' reservations back."""
+    store.looking = max(store.looking - 1, 0)
     for key, (allocation, allocated_ns, conditions, reserved) in snap.items():
         e = store.claims.get(key)
         if e is None:

@@ -485,7 +485,7 @@ def test_prebind_fails_on_a_failure_condition_or_the_timeout(report, message):
     assert "default/a" not in cluster.state.pods      # forgotten, requeued
 
 
-def _pinned_to_a_cordoned_node():
+def _pinned_to_a_cordoned_node(extra=()):
     """Two GPU nodes; claim ``held`` allocated gpu-0 of node-0, reserved for
     nobody; node-0 cordoned.  A pod naming the claim cannot go to node-0
     and the claim is not available elsewhere."""
@@ -505,7 +505,7 @@ def _pinned_to_a_cordoned_node():
                 {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]}
     pod = DC.claim_pod("p", "one-gpu")
     pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "held"}]
-    return build_cluster(objs + [claim]), pod
+    return build_cluster(objs + [claim, *extra]), pod
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -538,6 +538,26 @@ def test_explain_leaves_a_claim_post_filter_deallocates_allocated():
     assert failed_scheduling_message(cluster, pod) == (
         "0/2 nodes are available: 1 node(s) were unschedulable, "
         "1 resourceclaim not available on the node.")
+
+
+def test_explain_under_a_running_scheduler_moves_none_of_its_pods():
+    """The deallocation explain's PostFilter makes is undone after it: no
+    claim event reaches the running Scheduler's queue, whose pod waiting
+    on devices stays unschedulable (not sent to backoff)."""
+    many = DC.claim_template("many", [{"name": "gpu", "exactly": {
+        "deviceClassName": DC.GPU_CLASS, "count": 64}}])
+    cluster, pod = _pinned_to_a_cordoned_node([many])
+    sched = Scheduler(cluster, "numpy", 0)
+    sched.add_pod(parse_pod(DC.claim_pod("waiting", "many")))
+    sched.schedule_one()
+    assert "default/waiting" in sched.queue.unschedulable
+    record = explain_pod(cluster, pod)
+    assert record["selected"] is None
+    assert "default/waiting" in sched.queue.unschedulable
+    # a real deallocation (the pod scheduled) still queues it again
+    sched.add_pod(parse_pod(pod))
+    sched.schedule_one()
+    assert "default/waiting" not in sched.queue.unschedulable
 
 
 def test_explain_shows_the_devices_each_claim_would_get():
