@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-from tensorsched.bench.harness import git_commit, machine_info
+from tensorsched.bench.harness import git_commit, machine_info, tree_env
 from tensorsched.bench.openb_nominees import base_tree
 
 #: the fields of ``tensorsched bench``'s record kept per run
@@ -31,14 +31,11 @@ KEEP = ("cpu_seconds", "pods_per_second", "p50_us", "p99_us", "scheduled",
 
 
 def _run(path: str | None, a) -> dict:
-    env = dict(os.environ)
-    if path:
-        env["PYTHONPATH"] = path + os.pathsep + env.get("PYTHONPATH", "")
     load = list(os.getloadavg())
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         subprocess.run([sys.executable, "-m", "tensorsched.cli", "bench", "--workload", "dra",
                         "--nodes", str(a.nodes), "--pods", str(a.pods), "--backend", a.backend,
-                        "--output", f.name], env=env, check=True, capture_output=True)
+                        "--output", f.name], env=tree_env(path), check=True, capture_output=True)
         rec = json.load(open(f.name))
     return {**{k: rec.get(k) for k in KEEP}, "load": load}
 

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
 
-from tensorsched.bench.harness import git_commit, machine_info
+from tensorsched.bench.harness import git_commit, machine_info, run_child
 from tensorsched.bench.openb_nominees import base_tree
 from tensorsched.framework.parsing.dra import parse_resource_claim
 from tensorsched.framework.state import dra_cel, dra_claims
@@ -100,14 +98,8 @@ def _side_by_side(count: int, distinct: int, rounds: int) -> dict:
 
 
 def _run(path: str | None, count: int, distinct: int) -> dict:
-    env = dict(os.environ)
-    if path:
-        env["PYTHONPATH"] = path + os.pathsep + env.get("PYTHONPATH", "")
-    load = list(os.getloadavg())
-    out = subprocess.run([sys.executable, "-m", "tensorsched.bench.dra_cel_estimate_load",
-                          "--child", "--claims", str(count), "--distinct", str(distinct)],
-                         env=env, check=True, capture_output=True, text=True).stdout
-    return {**json.loads(out.strip().splitlines()[-1]), "load": load}
+    return run_child("tensorsched.bench.dra_cel_estimate_load",
+                     ["--child", "--claims", count, "--distinct", distinct], path)
 
 
 def main(argv=None):

@@ -23,13 +23,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import tempfile
 import time
 
-from tensorsched.bench.harness import git_commit, machine_info
+from tensorsched.bench.harness import git_commit, machine_info, run_child
 from tensorsched.bench.openb_nominees import base_tree
 from tensorsched.framework.parsing import dra
 from tensorsched.framework.parsing.manifests import parse_objects
@@ -75,14 +72,8 @@ def _side_by_side(cluster: str, slices: int, rounds: int) -> dict:
 
 
 def _run(path: str | None, cluster: str, slices: int) -> dict:
-    env = dict(os.environ)
-    if path:
-        env["PYTHONPATH"] = path + os.pathsep + env.get("PYTHONPATH", "")
-    load = list(os.getloadavg())
-    out = subprocess.run([sys.executable, "-m", "tensorsched.bench.dra_validation_load",
-                          "--child", cluster, "--slices", str(slices)],
-                         env=env, check=True, capture_output=True, text=True).stdout
-    return {**json.loads(out.strip().splitlines()[-1]), "load": load}
+    return run_child("tensorsched.bench.dra_validation_load",
+                     ["--child", cluster, "--slices", slices], path)
 
 
 def main(argv=None):

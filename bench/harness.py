@@ -69,6 +69,26 @@ def git_commit() -> str:
         return "unknown"
 
 
+def tree_env(path: str | None) -> dict:
+    """This process's environment with the tree at ``path`` first on
+    ``PYTHONPATH`` (a base tree, the "before" of a before/after run in
+    separate processes); as it is for None (this tree)."""
+    env = dict(os.environ)
+    if path:
+        env["PYTHONPATH"] = path + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def run_child(module: str, args, path: str | None = None) -> dict:
+    """``python -m module *args`` in a child process under
+    ``tree_env(path)``: the JSON object its last line of stdout holds, with
+    ``load`` (the 1, 5 and 15 minute load averages as it started)."""
+    load = list(os.getloadavg())
+    out = subprocess.run([sys.executable, "-m", module, *map(str, args)], env=tree_env(path),
+                         check=True, capture_output=True, text=True).stdout
+    return {**json.loads(out.strip().splitlines()[-1]), "load": load}
+
+
 def timed_schedule(sched, pods) -> tuple[list, float]:
     """(bindings, seconds) of ``sched.schedule_one`` over ``pods`` in order.
 
