@@ -134,7 +134,7 @@ def _refuse_later_fields(ctx: ObjectContext, value: dict, path: str, fields) -> 
     for field, gate in fields:
         v = value.get(field)
         if v is not None and v != [] and v != {}:
-            ctx.fail(f"{path}.{field}" if path else field,
+            ctx.fail(f"{path}.{field}",
                      f"not modelled: a field added to {API_VERSION} after Kubernetes 1.35 "
                      f"(feature gate {gate}); tensorsched reads 1.35's fields only, remove "
                      "it to load this object")
