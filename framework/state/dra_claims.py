@@ -52,7 +52,6 @@ from tensorsched.framework.parsing.meta import invalid_value, parse_timestamp, s
 
 from .derived import StateKey
 from .dra_cel import CelError, compile_selector
-from .dra_cel_estimate import TOO_COMPLEX, exceeds_cost_limit
 from .dra_cel_types import check_types
 from .dra_in_use import DevicesInUse
 
@@ -165,8 +164,13 @@ def check_selectors(classes=(), templates=(), claims=()) -> None:
         except CelError as exc:
             raise ManifestError(label, path, invalid_value(expr, [str(exc)]),
                                 source_of(obj)) from None
-        if not stored_object(obj) and exceeds_cost_limit(expr):
-            raise ManifestError(label, path, TOO_COMPLEX, source_of(obj))
+        if not stored_object(obj):
+            # the estimator walks cel-python's parse tree: imported only
+            # where a selector exists, so a cluster without DRA objects
+            # loads without the dra extra
+            from .dra_cel_estimate import TOO_COMPLEX, exceeds_cost_limit
+            if exceeds_cost_limit(expr):
+                raise ManifestError(label, path, TOO_COMPLEX, source_of(obj))
 
 
 #: the namespace label that allows ``adminAccess`` requests (DRAAdminAccess)

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import subprocess
+import sys
+
 import pytest
 
 from tensorsched.framework.errors import ManifestError
@@ -53,3 +56,26 @@ def test_without_cel_a_subrequest_selector_is_named(monkeypatch):
 def test_without_cel_objects_without_selectors_load(monkeypatch):
     monkeypatch.setattr(dra_cel_required, "cel_available", lambda: False)
     build_cluster([PLAIN_CLASS], None)
+
+
+# cel-python and what it brings (lark, re2, pendulum, jmespath) made
+# unimportable, as on a machine with only the required dependencies
+_WITHOUT_CEL = """
+import sys, importlib.abc
+class NotInstalled(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split('.')[0] in ('celpy', 'lark', 're2', 'pendulum', 'jmespath'):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+sys.meta_path.insert(0, NotInstalled())
+from tensorsched.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_the_readme_first_command_runs_without_the_dra_extra(tmp_path):
+    """``pip install . && tensorsched schedule``: the required dependencies
+    alone schedule the sample workload (no DRA object in it)."""
+    run = subprocess.run([sys.executable, "-c", _WITHOUT_CEL, "schedule"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "-> node-" in run.stdout and "No module named" not in run.stderr
