@@ -86,6 +86,7 @@ from tensorsched.framework.state.query import QueryOptions, compile_query, pod_s
 from tensorsched.kernels import domains as D
 from tensorsched.kernels import layout as L
 from tensorsched.kernels.domain_rules import DomainRule, SpreadScore, SpreadTerm
+from tensorsched.kernels.domain_rules_cycle import CycleRule
 from tensorsched.kernels.fused import filters as KF
 
 
@@ -386,6 +387,31 @@ class PodTopologySpread(Plugin):
                 sums=ds.sums, present=ds.present, thresh=c.max_skew - self_match,
                 track_min=n_present >= c.min_domains and n_present > 0, fail_absent=True,
                 fail_above=True, fail_not_above=False, increment=bool(pred(pod))))
+        return out
+
+    def cycle_rules(self, ctx) -> list | None:
+        """The DoNotSchedule filter of one cycle as per-domain rules that the
+        cuda backend's pick tests on the device
+        (``kernels.domain_rules_cycle.CycleRule``): per constraint, the rows'
+        domains under its key (a row lacking it fails), the live domain
+        sums, and a domain fails when its sum exceeds maxSkew - self match
+        + the global minimum (kept by the domains that moved, ``least``):
+        ``filter``'s answer, O(constraints) here.  Every constraint field
+        (minDomains, the node inclusion policies, a hostname or zone key)
+        is in the sums and the minimum.  None where this form does not
+        cover the cycle, which then runs ``filter`` on the host: the cycle
+        counts nominated pods (they join their rows' domains,
+        ``_nominated_codes``), or a constraint's key is on no node."""
+        state, pod = ctx.state, ctx.pod
+        if nominated_pods(ctx):
+            return None
+        out = []
+        for c, k, _, _, ds in self._filter_sums(state, pod):
+            if ds is None:
+                return None
+            self_match = 1 if selector_matches(c.selector, pod.labels) else 0
+            out.append(CycleRule(node_domains_p1(state, k), ds,
+                                 c.max_skew - self_match + self._global_min(ds, c)))
         return out
 
     # Victim search on counts (``preemption.host_search``): the probe's codes
