@@ -75,7 +75,7 @@ ITEMS = (
     ("> run_cycle > evaluate > _rules_pick > stage the rules",
      "tensorsched.kernels.domain_rules_cycle", "DeviceRuleTable.stage"),
     ("> run_cycle > PodTopologySpread.cycle_rules",
-     "tensorsched.framework.plugins.pod_topology_spread", "PodTopologySpread.cycle_rules"),
+     "tensorsched.framework.plugins.pod_topology_spread", "SpreadCycleRules.__call__"),
     ("> run_cycle > evaluate > _ranked_rows", "tensorsched.kernels.fused.backends",
      "CudaBackend._ranked_rows"),
     ("> run_cycle > evaluate > _host_rows", "tensorsched.kernels.fused.backends",
