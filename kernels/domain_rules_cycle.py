@@ -139,6 +139,8 @@ class DeviceRuleTable:
     domain ids cover ``n_rows`` rows at least (the row cache's: the pick
     reads them unchecked)."""
 
+    WHOLE_COPY = 64             # a staging buffer this small goes up whole
+
     def __init__(self, cuda, rules: Sequence[CycleRule], n_rows: int):
         host = host_rules(rules, n_rows)
         self._cuda = cuda
@@ -155,7 +157,7 @@ class DeviceRuleTable:
         self._host = cuda.pinned_array(max(16, 2 * self.n_rules), np.int64)
         self._dev = cuda.device_array(self._host.shape[0], np.int64)
         self._dev[: self.n_rules].copy_to_device(host.thr[: self.n_rules])
-        self.sent_thr = host.thr[: self.n_rules].copy()
+        self.sent_thr = tuple(int(x.thresh) for x in rules)
         self.bytes_uploaded = host.domp1.nbytes + host.sums.nbytes + host.params.nbytes \
             + 8 * self.n_rules
         self.sums_uploaded = int(sum(x.counts.sums.shape[0] for x in rules))
@@ -189,12 +191,10 @@ class DeviceRuleTable:
             self._host = host = self._cuda.pinned_array(2 * (r + 2 * k), np.int64)
             self._dev = self._cuda.device_array(host.shape[0], np.int64)
             self.sent_thr = None
-        same_thr = self.sent_thr is not None and all(
-            int(self.sent_thr[i]) == int(x.thresh) for i, x in enumerate(rules))
-        if k == 0 and same_thr:
+        thr = tuple(int(x.thresh) for x in rules)
+        if k == 0 and thr == self.sent_thr:
             return self._dev, 0, 0
-        for i, x in enumerate(rules):
-            host[i] = x.thresh
+        host[:r] = thr
         at = r
         for i, d in moved:
             m = d.shape[0]
@@ -202,7 +202,11 @@ class DeviceRuleTable:
             host[at + k:at + k + m] = rules[i].counts.sums[d]
             at += m
         size = r + 2 * k
-        self._dev[:size].copy_to_device(host[:size])
-        self.sent_thr = np.array(host[:r])
+        if host.shape[0] <= self.WHOLE_COPY:
+            size = host.shape[0]        # the whole small buffer: no views made
+            self._dev.copy_to_device(host)
+        else:
+            self._dev[:size].copy_to_device(host[:size])
+        self.sent_thr = thr
         self.sums_uploaded += k
         return self._dev, k, 8 * size
