@@ -19,13 +19,16 @@ host's share of a cycle is O(R + changed domains), not O(N).
 
 What has this form (a plugin's ``cycle_rules(ctx)``): PodTopologySpread's
 DoNotSchedule constraints, every field of them (minDomains and the node
-inclusion policies are in the counts and the minimum).  The host filter
-stays the fallback, and answers the cycle, where the form does not cover
-it: a cycle that counts nominated pods, a constraint whose key no node
-has, a cycle whose pod fits nowhere (its reasons are the host filter's,
-for the diagnosis), a cycle that wants scores (explain), a host score
-in the cycle, and every other host filter (InterPodAffinity's required
-terms among them: no cycle form yet).
+inclusion policies are in the counts and the minimum), and
+InterPodAffinity's filter (the pod's required affinity terms, the first
+pod of a group included, its required anti-affinity terms and the bound
+pods' anti-affinity terms that match it).  The host filter stays the
+fallback, and answers the cycle, where the form does not cover it: a
+spread cycle that counts nominated pods, a constraint or required
+affinity term whose key no node has, a cycle whose pod fits nowhere (its
+reasons are the host filter's, for the diagnosis), a cycle that wants
+scores (explain), a host score in the cycle (ScheduleAnyway spread,
+preferred affinity), and every other host filter.
 """
 
 from __future__ import annotations
@@ -35,7 +38,14 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from .domain_rules import N_PARAMS, P_FAIL_ABOVE, P_FAIL_ABSENT, P_N_DOMAINS, P_THRESH
+from .domain_rules import (
+    N_PARAMS,
+    P_FAIL_ABOVE,
+    P_FAIL_ABSENT,
+    P_FAIL_NOT_ABOVE,
+    P_N_DOMAINS,
+    P_THRESH,
+)
 
 
 class RuleSums(Protocol):
@@ -56,12 +66,15 @@ class CycleRule(NamedTuple):
     """One rule of a cycle: ``domp1`` [N] int64 the row's domain id + 1
     (0: the row lacks the key, and fails when ``fail_absent``);
     ``counts`` the live per-domain counts (read, never written); a row
-    fails when its domain's count exceeds ``thresh``."""
+    with the key fails when its domain's count exceeds ``thresh`` and
+    ``fail_above``, or does not exceed it and ``fail_not_above``."""
 
     domp1: np.ndarray
     counts: RuleSums
     thresh: int
     fail_absent: bool = True
+    fail_above: bool = True
+    fail_not_above: bool = False
 
 
 class HostRules(NamedTuple):
@@ -79,12 +92,12 @@ class HostRules(NamedTuple):
 
 def rule_params(rules: Sequence[CycleRule]) -> np.ndarray:
     """[max(R, 1), N_PARAMS] int64: ``domain_rules.RuleArrays.params`` rows of
-    the rules (a count above the threshold fails; a row lacking the key
-    fails when ``fail_absent``; the threshold itself comes per cycle)."""
+    the rules (which answers fail; the threshold itself comes per cycle)."""
     p = np.zeros((max(len(rules), 1), N_PARAMS), np.int64)
     for r, x in enumerate(rules):
         p[r, P_FAIL_ABSENT] = int(x.fail_absent)
-        p[r, P_FAIL_ABOVE] = 1
+        p[r, P_FAIL_ABOVE] = int(x.fail_above)
+        p[r, P_FAIL_NOT_ABOVE] = int(x.fail_not_above)
         p[r, P_N_DOMAINS] = x.counts.sums.shape[0]
         p[r, P_THRESH] = x.thresh
     return p
@@ -123,8 +136,9 @@ def no_rules() -> HostRules:
 
 def set_key(rules: Sequence[CycleRule]) -> tuple:
     """What a device copy of ``rules`` is kept by: each rule's domain-id
-    array and counts object, and whether a row lacking the key fails."""
-    return tuple((id(x.domp1), x.counts.serial, bool(x.fail_absent)) for x in rules)
+    array and counts object, and which answers fail."""
+    return tuple((id(x.domp1), x.counts.serial, bool(x.fail_absent), bool(x.fail_above),
+                  bool(x.fail_not_above)) for x in rules)
 
 
 class DeviceRuleTable:
@@ -167,6 +181,7 @@ class DeviceRuleTable:
         at least ``n_rows`` rows."""
         return n_rows <= self.n_rows and len(rules) == len(self._held) and all(
             x.domp1 is a and x.counts is c for x, (a, c) in zip(rules, self._held))
+        # (the answers that fail are in ``key``, which the caller matched)
 
     def stage(self, rules: Sequence[CycleRule]) -> tuple:
         """(the device buffer, K, bytes copied up) for this cycle: the

@@ -1,10 +1,11 @@
-"""PodTopologySpread's DoNotSchedule filter answered by the cuda backend's
-one-at-a-time pick (``domain_rules_cycle``; Numba's CUDA simulator in CI,
-the device on a GPU machine): the pick with per-domain rules is the pick
-over the host filter's answers (the kernel, its numba twin), placements
-are the numpy and numba backends' on random clusters with random spread
-constraints (batching on and off), and a cycle copies up the domain sums
-that moved since the last one, not a pass of the filter over every node."""
+"""PodTopologySpread's DoNotSchedule filter and InterPodAffinity's filter
+answered by the cuda backend's one-at-a-time pick (``domain_rules_cycle``;
+Numba's CUDA simulator in CI, the device on a GPU machine): the pick with
+per-domain rules is the pick over the host filter's answers (the kernel,
+its numba twin), placements are the numpy and numba backends' on random
+clusters with random spread constraints and required pod (anti-)affinity
+(batching on and off), and a cycle copies up the domain sums that moved
+since the last one, not a pass of the filter over every node."""
 
 import numpy as np
 import pytest
@@ -56,7 +57,8 @@ def _masked(reasons, rules):
         d = x.domp1
         fails = d == 0 if x.fail_absent else np.zeros(d.shape[0], bool)
         has = d > 0
-        fails[has] |= x.counts.sums[d[has] - 1] > x.thresh
+        above = x.counts.sums[d[has] - 1] > x.thresh
+        fails[has] |= (above & x.fail_above) | (~above & x.fail_not_above)
         out[fails[: out.shape[0]]] |= 1 << 20
     return out
 
@@ -74,7 +76,9 @@ def _case(draw):
         d = draw(st.integers(1, 5))
         domp1 = np.array(draw(st.lists(st.integers(0, d), min_size=n, max_size=n)), np.int64)
         sums = _Sums(draw(st.lists(st.integers(0, 4), min_size=d, max_size=d)))
-        rules.append(DRC.CycleRule(domp1, sums, draw(st.integers(0, 4)), draw(st.booleans())))
+        above = draw(st.booleans())
+        rules.append(DRC.CycleRule(domp1, sums, draw(st.integers(0, 4)), draw(st.booleans()),
+                                   above, draw(st.booleans()) if above else True))
     moves = draw(st.lists(st.tuples(st.integers(0, len(rules) - 1), st.integers(0, 4),
                                     st.sampled_from((-1, 1, 2))), max_size=6))
     active = np.array(draw(st.lists(st.booleans(), min_size=s, max_size=s)))
@@ -171,6 +175,13 @@ def _scenario(draw):
             spec["nodeSelector"] = {"tier": "gold"}
         if draw(st.integers(0, 3)) == 0:
             spec["tolerations"] = [{"key": "t", "operator": "Exists"}]
+        if draw(st.integers(0, 2)) == 0:
+            spec["affinity"] = {draw(st.sampled_from(("podAffinity", "podAntiAffinity"))): {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": draw(st.sampled_from(("a", "b")))}},
+                     "topologyKey": draw(st.sampled_from((ZONE, HOST)))}]}}
+            if draw(st.booleans()):
+                spec.pop("topologySpreadConstraints")
         kinds.append((spec, {"app": draw(st.sampled_from(("a", "b")))},
                       draw(st.sampled_from(("250m", "500m", "1")))))
     count = draw(st.integers(1, 10))
@@ -257,3 +268,22 @@ def test_a_cycle_uploads_the_domains_that_moved_and_runs_no_host_filter():
     assert per_cycle == [2] * (len(pods) - 1), per_cycle
     assert spread.rows_evaluated == evaluated
     assert be.rule_picks == len(pods) and be.rows_downloaded == 0
+
+
+def test_required_anti_affinity_cycles_pick_on_the_device():
+    """Pods with a required hostname anti-affinity to their own kind, one at
+    a time: the pick answers InterPodAffinity's filter on the device (the
+    pod's own term and the bound pods' terms matching it), a cycle copies
+    up the hosts that moved, and the placements are numba's (one pod a
+    node, then none)."""
+    term = {"labelSelector": {"matchLabels": {"app": "g"}}, "topologyKey": HOST}
+    spec = {"affinity": {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+    nodes = [node_dict(f"n{i:02d}", cpu="8", labels={ZONE: f"z{i % 2}"}) for i in range(6)]
+    pods = [pod_dict(f"p{i:02d}", cpu="100m", created=i, labels={"app": "g"}, spec=spec)
+            for i in range(8)]
+    want, _ = _play(nodes, pods, "numba", False, 4, False)
+    got, be = _play(nodes, pods, "cuda", False, 4, False)
+    assert got == want
+    assert [node for _, node in want].count(None) == 2
+    assert be.rule_picks >= 6
