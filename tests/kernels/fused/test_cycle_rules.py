@@ -287,3 +287,35 @@ def test_required_anti_affinity_cycles_pick_on_the_device():
     assert got == want
     assert [node for _, node in want].count(None) == 2
     assert be.rule_picks >= 6
+
+
+def test_a_journal_no_longer_reaching_the_table_sends_every_domain():
+    """Counts whose journal lost the table's version (``changed_since`` None)
+    go up whole, as (domain, sum) pairs, and the device's copy is level;
+    thresholds alone moving send R numbers and no sum; nothing moving
+    sends nothing."""
+    from numba import cuda
+
+    class Forgetful(_Sums):
+        def changed_since(self, version):
+            return None
+    sums = Forgetful([3, 0, 5, 1])
+    kept = _Sums([1, 1])
+    rules = [DRC.CycleRule(np.array([1, 2, 3, 4, 0], np.int64), sums, 2),
+             DRC.CycleRule(np.array([1, 1, 2, 2, 2], np.int64), kept, 0)]
+    table = DRC.DeviceRuleTable(cuda, rules, 5)
+    assert table.stage(rules)[1:] == (0, 0)
+    rules[1] = rules[1]._replace(thresh=1)
+    _, k, sent = table.stage(rules)
+    assert k == 0 and sent > 0          # the thresholds went up
+    sums.bump(2, 1)
+    kept.bump(0, 1)
+    rbuf, k, _ = table.stage(rules)
+    assert k == 4 + 1
+    # what the pick's launch writes (its step 0), here by hand
+    flat = table.sums.copy_to_host().reshape(-1)
+    got = rbuf.copy_to_host()
+    for j in range(k):
+        flat[got[2 + j]] = got[2 + k + j]
+    assert flat.reshape(2, -1).tolist() == DRC.host_rules(rules).sums.tolist()
+    assert got[:2].tolist() == [2, 1]
