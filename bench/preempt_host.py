@@ -70,6 +70,12 @@ ITEMS = (
      "CudaBackend._staged_cache"),
     ("> run_cycle > evaluate > _device_pick", "tensorsched.kernels.fused.backends",
      "CudaBackend._device_pick"),
+    ("> run_cycle > evaluate > _rules_pick", "tensorsched.kernels.fused.backends",
+     "CudaBackend._rules_pick"),
+    ("> run_cycle > evaluate > _rules_pick > stage the rules",
+     "tensorsched.kernels.domain_rules_cycle", "DeviceRuleTable.stage"),
+    ("> run_cycle > PodTopologySpread.cycle_rules",
+     "tensorsched.framework.plugins.pod_topology_spread", "SpreadCycleRules.__call__"),
     ("> run_cycle > evaluate > _ranked_rows", "tensorsched.kernels.fused.backends",
      "CudaBackend._ranked_rows"),
     ("> run_cycle > evaluate > _host_rows", "tensorsched.kernels.fused.backends",
@@ -191,8 +197,8 @@ def _wrap_items(clock: _Clock, totals: dict) -> None:
         except ImportError:
             continue
         *outer, name = path.split(".")
-        for part in outer:
-            owner = getattr(owner, part)
+        for part in outer:      # a class the tree timed lacks: not itemized
+            owner = getattr(owner, part, None)
         fn = getattr(owner, name, None)
         if fn is None:
             continue

@@ -131,10 +131,11 @@ def run_workload(workload: str, nodes: int, pods: int, backend: str,
 # the cuda backend's counters (``CudaBackend``): kernels launched, row cache
 # rows copied back, rows recomputed, node rows uploaded, the copies for them
 # and their bytes; the device runs' rows recomputed, keys recomputed, full
-# rescans and pods
+# rescans and pods; the placement cycles whose host filters the device pick
+# answered and the domain sums those copied up
 DEVICE_COUNTERS = ("launches", "rows_downloaded", "rows_recomputed", "rows_uploaded", "copies",
                    "bytes_uploaded", "run_rows_recomputed", "run_rows_rekeyed",
-                   "run_full_scans", "run_pods")
+                   "run_full_scans", "run_pods", "rule_picks", "domain_sums_uploaded")
 
 
 def device_counters(backend) -> dict:

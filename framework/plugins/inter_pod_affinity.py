@@ -61,6 +61,7 @@ from tensorsched.kernels import domains as D
 from tensorsched.kernels import layout as L
 from tensorsched.kernels.domain_rules import AffinityScore, DomainRule
 from tensorsched.kernels.domain_rules import AffinityTerm as AffinityScoreTerm
+from tensorsched.kernels.domain_rules_cycle import CycleRule
 
 
 NAME = names.INTER_POD_AFFINITY
@@ -288,6 +289,29 @@ class InterPodAffinity(Plugin):
                                       present=None, thresh=0, track_min=False,
                                       fail_absent=False, fail_above=True, fail_not_above=False,
                                       increment=counts_self))
+        return out
+
+    def cycle_rules(self, ctx) -> list | None:
+        """The filter of one cycle as per-domain rules that the cuda
+        backend's pick tests on the device
+        (``kernels.domain_rules_cycle.CycleRule``; ``codes_by_row``'s rules,
+        O(conditions) here): per required affinity term, a row lacking the
+        key fails and so does a domain without a matching pod (unless the
+        pod is the first of its group); per required anti-affinity term
+        and per bound pod's anti-affinity term matching the pod, a domain
+        holding a matching pod.  None (the filter runs on the host) when a
+        required affinity term's key is on no node."""
+        state = ctx.state
+        parts, first = self._filter_parts(state, ctx.pod, ctx.data.get(NAME))
+        out = []
+        for code, k, ds, _ in parts:
+            if ds is None:
+                return None
+            if code == 1:
+                out.append(CycleRule(node_domains_p1(state, k), ds, 0, fail_absent=True,
+                                     fail_above=False, fail_not_above=not first))
+            else:
+                out.append(CycleRule(node_domains_p1(state, k), ds, 0, fail_absent=False))
         return out
 
     def filter(self, ctx, rows):

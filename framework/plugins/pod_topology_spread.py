@@ -86,6 +86,7 @@ from tensorsched.framework.state.query import QueryOptions, compile_query, pod_s
 from tensorsched.kernels import domains as D
 from tensorsched.kernels import layout as L
 from tensorsched.kernels.domain_rules import DomainRule, SpreadScore, SpreadTerm
+from tensorsched.kernels.domain_rules_cycle import CycleRule
 from tensorsched.kernels.fused import filters as KF
 
 
@@ -203,6 +204,9 @@ class PodTopologySpread(Plugin):
         # node rows the filter's codes were computed for (whole passes over
         # the rows and one-row checks: tests and benches)
         self.rows_evaluated = 0
+        # the filter as per-domain rules of one cycle, for a backend that
+        # tests them where it picks (``SpreadCycleRules``)
+        self.cycle_rules = SpreadCycleRules(self)
 
     # ----------------------------------------------------------- helpers
     def constraints(self, state, pod, action: str) -> tuple[tuple, bool]:
@@ -620,6 +624,37 @@ class PodTopologySpread(Plugin):
             acc = acc + term
         raw_scores = np.where(counted, D.go_round(acc, xp=np), 0)
         return D.spread_normalize(raw_scores, counted, xp=np)
+
+
+class SpreadCycleRules:
+    """``PodTopologySpread.cycle_rules(ctx)``: the DoNotSchedule filter of one
+    cycle as per-domain rules that the cuda backend's pick tests on the
+    device (``kernels.domain_rules_cycle.CycleRule``): per constraint, the
+    rows' domains under its key (a row lacking it fails), the live domain
+    sums, and a domain fails when its sum exceeds maxSkew - self match +
+    the global minimum (kept by the domains that moved, ``least``): the
+    plugin's ``filter`` answer, in O(constraints) here.  Every constraint
+    field (minDomains, the node inclusion policies, a hostname or zone
+    key) is in the sums and the minimum.  None where this form does not
+    cover the cycle, which then runs ``filter`` on the host: the cycle
+    counts nominated pods (they join their rows' domains,
+    ``_nominated_codes``), or a constraint's key is on no node."""
+
+    def __init__(self, plugin: PodTopologySpread):
+        self.plugin = plugin
+
+    def __call__(self, ctx) -> list | None:
+        state, pod, plugin = ctx.state, ctx.pod, self.plugin
+        if nominated_pods(ctx):
+            return None
+        out = []
+        for c, k, _, _, ds in plugin._filter_sums(state, pod):
+            if ds is None:
+                return None
+            self_match = 1 if selector_matches(c.selector, pod.labels) else 0
+            out.append(CycleRule(node_domains_p1(state, k), ds,
+                                 c.max_skew - self_match + plugin._global_min(ds, c)))
+        return out
 
 
 def new(args, handle):

@@ -667,7 +667,13 @@ class Framework:
         A score plugin with ``normalize_scores(ctx, rows, raw, scored) ->
         [M] int64`` normalizes itself here, on the host: ``scored`` marks the
         rows that will be scored (feasible, within percentageOfNodesToScore),
-        and its slot's kernel normalization is NORMALIZE_NONE."""
+        and its slot's kernel normalization is NORMALIZE_NONE.
+
+        ``run.cycle_rules()`` offers the host filters as per-domain rules
+        (each filter's ``cycle_rules(ctx)``, ``kernels.domain_rules_cycle``)
+        for a backend that tests them where it picks the node (the cuda
+        backend's device pick) instead of calling ``run``; None where some
+        filter has no such form for this cycle or a score runs here."""
         def run(reasons, raw):
             # One compiled pass per plugin (kernels.domains.host); reasons and
             # raw are the backend's own arrays for this cycle, updated in place.
@@ -695,9 +701,27 @@ class Framework:
                     s = np.ascontiguousarray(norm(ctx, rows, s, scored), dtype=np.int64)
                 _T.host.put_slot(raw, slot, s, reasons)
             return reasons, raw
+        def cycle_rules():
+            # The host filters as per-domain rules a backend may test where
+            # it picks (``cycle_rules`` of each; ``kernels.domain_rules_cycle``)
+            # instead of calling ``run``: None unless every filter has that
+            # form for this cycle and no score runs on the host.
+            if host_scores:
+                return None
+            out = []
+            for p, _bit in host_filters:
+                form = getattr(p, "cycle_rules", None)
+                if form is None or getattr(p, "fused_exemptions", None) is not None:
+                    return None
+                got = form(ctx)
+                if got is None:
+                    return None
+                out.extend(got)
+            return out
         # The slots ``run`` writes at every position (a backend may take the
         # other slots from elsewhere, e.g. its per-row cache).
         run.slots = tuple(slot for _p, slot in host_scores)
+        run.cycle_rules = cycle_rules
         return run
 
     def _score_setup(self, scoring: tuple):

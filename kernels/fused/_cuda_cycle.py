@@ -8,7 +8,14 @@ row cache never leaves the device.
 
 0. the staged rows, a thread each (``_cuda.write_staged_row``): their
    columns written into the node packs, their reasons and raw scores
-   recomputed; a barrier, then the pick reads the cache.
+   recomputed, and the per-domain rules' moved sums written into the
+   device's copy (``domain_rules_cycle.DeviceRuleTable.stage``); a
+   barrier, then the pick reads the cache.
+
+A row is feasible when its cached reasons are 0 and no per-domain rule
+fails it (``_cycle_core.row_feasible``; no rules for a cycle without a
+host filter): a host filter that has a per-domain form (PodTopologySpread's
+DoNotSchedule) is answered here, not over every node on the host.
 
 For the pick the block's threads own contiguous chunks of the evaluation
 positions (thread order = evaluation order), and run ``_cycle_core``'s
@@ -43,6 +50,7 @@ import warnings
 import numpy as np
 from numba import cuda, int32, int64
 
+from tensorsched.kernels import domain_rules_cycle as DRC
 from tensorsched.kernels._compile import compile_module
 from tensorsched.kernels._deps import CUDA_SIMULATOR
 
@@ -129,20 +137,31 @@ def _prefix_count(c, wcount, n_warps):
 
 @cuda.jit(**_KERNEL_OPTIONS)
 def cycle_pick_kernel(staged, k, node_i64, node_flags, label_vals, qbuf, rows, reasons_by_row,
-                      raw_by_row, sparams, start, num_to_find, seed_mix, pods_at, out):
+                      raw_by_row, sparams, start, num_to_find, seed_mix, pods_at, out, n_rules,
+                      r_domp1, r_sums, r_params, rbuf, n_upd):
     """The ``k`` staged rows (``staged_rows``; k may be 0) written into the
     packs (node_i64, node_flags, label_vals) and recomputed into the row
-    cache under the query ``qbuf``; then out [4] = (the picked row or -1,
+    cache under the query ``qbuf``, and the ``n_upd`` moved domain sums of
+    ``rbuf`` written into ``r_sums``; then out [4] = (the picked row or -1,
     rows processed, feasible found, the picked row's evaluation position
     or -1) of the cycle over ``rows`` [M] from position ``start``;
     ``sparams`` [3, S] (active, mode, weight); ``node_i64[row, pods_at]``
-    the pods on a row."""
+    the pods on a row; ``n_rules`` per-domain rules (``r_domp1`` [R, N],
+    ``r_sums`` [R, D], ``r_params`` [R, N_PARAMS]; ``rbuf``: their
+    thresholds [R], then ``n_upd`` flat indices r x D + d and as many sums,
+    ``domain_rules_cycle.DeviceRuleTable``)."""
     tid = int32(cuda.threadIdx.x)
     nt = int32(cuda.blockDim.x)
-    # 0. the rows written since (uniform barrier: every thread reaches it)
+    # 0. the rows written since and the domain sums moved since (uniform
+    # barrier: every thread reaches it)
     for j in range(tid, k, nt):
         write_staged_row(j, k, staged, node_i64, node_flags, label_vals, qbuf, reasons_by_row,
                          raw_by_row)
+    d_width = r_sums.shape[1]
+    for j in range(tid, n_upd, nt):
+        at = rbuf[n_rules + j]
+        r = at // d_width
+        r_sums[r, at - r * d_width] = rbuf[n_rules + n_upd + j]
     cuda.syncthreads()
     pods_src = node_i64
     n_warps = int32(nt // _WARP)
@@ -162,13 +181,15 @@ def cycle_pick_kernel(staged, k, node_i64, node_flags, label_vals, qbuf, rows, r
     hi = int32(min(m, lo + chunk))
     # 1. feasible counts; where the scan stops (the scan's barriers also
     # publish thread 0's cells)
-    c = chunk_feasible(rows, start, lo, hi, reasons_by_row)
+    c = chunk_feasible(rows, start, lo, hi, reasons_by_row, n_rules, r_domp1, r_sums, r_params,
+                       rbuf)
     before, found = _prefix_count(c, wcount, n_warps)
     processed = int64(m)
     got = int64(found)
     if num_to_find > 0 and found >= num_to_find:     # uniform
         if before < num_to_find and before + c >= num_to_find:
-            cells[_STOP] = chunk_stop(rows, start, lo, hi, reasons_by_row, num_to_find - before)
+            cells[_STOP] = chunk_stop(rows, start, lo, hi, reasons_by_row, num_to_find - before,
+                                      n_rules, r_domp1, r_sums, r_params, rbuf)
         cuda.syncthreads()
         processed = cells[_STOP]
         got = int64(num_to_find)
@@ -176,7 +197,8 @@ def cycle_pick_kernel(staged, k, node_i64, node_flags, label_vals, qbuf, rows, r
     # 2. normalization extremes over the scanned feasible rows, only of the
     # slots that have them (uniform loop)
     start_extremes(sparams, n_slots, ext)
-    chunk_extremes(rows, start, lo, stop, reasons_by_row, raw_by_row, sparams, ext)
+    chunk_extremes(rows, start, lo, stop, reasons_by_row, raw_by_row, sparams, ext, n_rules,
+                   r_domp1, r_sums, r_params, rbuf)
     reduced = False
     for s in range(n_slots):
         if sparams[0, s] != 0 and sparams[1, s] != 0:
@@ -194,7 +216,7 @@ def cycle_pick_kernel(staged, k, node_i64, node_flags, label_vals, qbuf, rows, r
     extremes_finish(sparams, n_slots, ext)
     # 3. totals and tie keys: the largest key, then the lowest row at it
     chunk_best(rows, start, lo, stop, reasons_by_row, raw_by_row, sparams, ext, seed_mix,
-               pods_src, pods_at, best)
+               pods_src, pods_at, best, n_rules, r_domp1, r_sums, r_params, rbuf)
     _block_max_into(best[0], cells, _TOP_KEY)
     cuda.syncthreads()
     top = cells[_TOP_KEY]
@@ -222,14 +244,36 @@ def cycle_threads(n_rows: int) -> int:
     return threads
 
 
+_NO_RULES: list = []
+
+
+def no_rules():
+    """(0, domp1, sums, params, rbuf): empty rules on the device (one row
+    of zeros each, made once)."""
+    if not _NO_RULES:
+        h = DRC.no_rules()
+        _NO_RULES.append((0, cuda.to_device(h.domp1), cuda.to_device(h.sums),
+                          cuda.to_device(h.params), cuda.to_device(h.thr)))
+    return _NO_RULES[0]
+
+
 def launch_cycle_pick(n_rows: int, staged, k: int, packs, qbuf, rows, reasons_by_row,
                       raw_by_row, sparams, start: int, num_to_find: int, seed_mix: int,
-                      pods_at: int, out) -> None:
+                      pods_at: int, out, rules=None) -> None:
     """Run ``cycle_pick_kernel`` as one block of ``cycle_threads(n_rows)``
     (``n_rows`` = rows.shape[0] >= 1, at most MAX_ROWS); ``packs``: the
-    device (node_i64, node_flags, label_vals); ``staged`` holds ``k`` rows."""
+    device (node_i64, node_flags, label_vals); ``staged`` holds ``k`` rows;
+    ``rules``: (a ``domain_rules_cycle.DeviceRuleTable``, its staged
+    buffer, the moved sums in it), None for none."""
     if not 0 < n_rows <= MAX_ROWS:
         raise ValueError(f"a device cycle takes 1 to {MAX_ROWS} rows, got {n_rows}")
+    if rules is None:
+        n_rules, domp1, sums, params, rbuf = no_rules()
+        n_upd = 0
+    else:
+        table, rbuf, n_upd = rules
+        n_rules, domp1, sums, params = table.n_rules, table.domp1, table.sums, table.params
     cycle_pick_kernel[1, cycle_threads(n_rows)](
         staged, np.int64(k), *packs, qbuf, rows, reasons_by_row, raw_by_row, sparams,
-        np.int64(start), np.int64(num_to_find), np.uint64(seed_mix), np.int64(pods_at), out)
+        np.int64(start), np.int64(num_to_find), np.uint64(seed_mix), np.int64(pods_at), out,
+        np.int64(n_rules), domp1, sums, params, rbuf, np.int64(n_upd))

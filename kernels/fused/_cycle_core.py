@@ -2,8 +2,8 @@
 thread of a block runs over its chunk of evaluation positions.
 
 Plain scalar code compiled like ``fused._core`` on top of its compiled
-rules (``slot_score``, ``tie_key``, ``tie_rank`` resolve to the same
-target's): ``_cuda_cycle`` calls it from a one-block kernel, ``cycle`` from
+rules (``slot_score``, ``tie_key``, ``tie_rank``, ``rule_fails_row``
+resolve to the same target's): ``_cuda_cycle`` calls it from a one-block kernel, ``cycle`` from
 a host twin that runs the chunks one after another.  The answer is the
 numba backend's ``finalize_rows`` followed by the tie rule
 (``ties.pick_tied`` among its tied rows): the same rows scanned, the same
@@ -22,6 +22,13 @@ min-max slot's minimum negated (so both halves combine by a maximum);
 reads.  A tie key is ``tie_key(total, tie_rank(seed_mix, row, pods))``;
 totals are >= 0 (normalized scores times non-negative weights), so -1
 means "none".
+
+Per-domain rules (``rl`` below: n_rules, r_domp1 [R, N], r_sums [R, D],
+r_params [R, domain_rules.N_PARAMS], r_thr [>= R] int64; R = n_rules may
+be 0, the arrays then at least one row each): a row is feasible when its
+cached reasons are 0 and no rule fails it (``_core.rule_fails_row``, the
+run kernel's test: a host filter such as PodTopologySpread's
+DoNotSchedule skew answered on the device, ``domain_rules_cycle``).
 """
 
 MINMAX = 3                  # fused._core.NORM_MINMAX
@@ -37,20 +44,34 @@ def position_row(rows, start, j):
     return rows[jj]
 
 
-def chunk_feasible(rows, start, lo, hi, reasons_by_row):
+def row_feasible(i, reasons_by_row, n_rules, r_domp1, r_sums, r_params, r_thr):
+    """Row i passes the fused filters (its cached reasons) and every rule."""
+    if reasons_by_row[i] != 0:
+        return False
+    for r in range(n_rules):
+        if rule_fails_row(r, i, r_domp1, r_sums, r_params, r_thr):  # noqa: F821
+            return False
+    return True
+
+
+def chunk_feasible(rows, start, lo, hi, reasons_by_row, n_rules, r_domp1, r_sums, r_params,
+                   r_thr):
     """Feasible rows at positions [lo, hi)."""
     c = 0
     for j in range(lo, hi):
-        if reasons_by_row[position_row(rows, start, j)] == 0:
+        if row_feasible(position_row(rows, start, j), reasons_by_row, n_rules, r_domp1, r_sums,
+                        r_params, r_thr):
             c += 1
     return c
 
 
-def chunk_stop(rows, start, lo, hi, reasons_by_row, need):
+def chunk_stop(rows, start, lo, hi, reasons_by_row, need, n_rules, r_domp1, r_sums, r_params,
+               r_thr):
     """One past the position of the ``need``-th feasible row at positions
     [lo, hi) (need >= 1; hi when there are fewer)."""
     for j in range(lo, hi):
-        if reasons_by_row[position_row(rows, start, j)] == 0:
+        if row_feasible(position_row(rows, start, j), reasons_by_row, n_rules, r_domp1, r_sums,
+                        r_params, r_thr):
             need -= 1
             if need == 0:
                 return j + 1
@@ -68,13 +89,14 @@ def start_extremes(sparams, n_slots, ext):
             ext[n_slots + s] = -BIG
 
 
-def chunk_extremes(rows, start, lo, stop, reasons_by_row, raw_by_row, sparams, ext):
+def chunk_extremes(rows, start, lo, stop, reasons_by_row, raw_by_row, sparams, ext, n_rules,
+                   r_domp1, r_sums, r_params, r_thr):
     """The feasible rows at positions [lo, stop) folded into ``ext`` (as
     ``finalize_rows`` folds the scanned rows into its maxima)."""
     n_slots = raw_by_row.shape[1]
     for j in range(lo, stop):
         i = position_row(rows, start, j)
-        if reasons_by_row[i] != 0:
+        if not row_feasible(i, reasons_by_row, n_rules, r_domp1, r_sums, r_params, r_thr):
             continue
         for s in range(n_slots):
             if sparams[0, s] == 0 or sparams[1, s] == 0:
@@ -107,7 +129,7 @@ def row_total(i, raw_by_row, sparams, hi):
 
 
 def chunk_best(rows, start, lo, stop, reasons_by_row, raw_by_row, sparams, hi, seed_mix,
-               pods_src, pods_at, best):
+               pods_src, pods_at, best, n_rules, r_domp1, r_sums, r_params, r_thr):
     """The best feasible row at positions [lo, stop): the largest tie key,
     the lower row on an equal key, into ``best`` [3] = (key, row, position)
     (key -1 when none).  ``pods_src[row, pods_at]``: the pods on a row."""
@@ -116,7 +138,7 @@ def chunk_best(rows, start, lo, stop, reasons_by_row, raw_by_row, sparams, hi, s
     best[2] = -1
     for j in range(lo, stop):
         i = position_row(rows, start, j)
-        if reasons_by_row[i] != 0:
+        if not row_feasible(i, reasons_by_row, n_rules, r_domp1, r_sums, r_params, r_thr):
             continue
         t = row_total(i, raw_by_row, sparams, hi)
         key = tie_key(t, tie_rank(seed_mix, i, pods_src[i, pods_at]))  # noqa: F821
@@ -136,11 +158,13 @@ def combine_best(best, other):
 
 
 def pick_by_chunks(rows, start, reasons_by_row, raw_by_row, num_to_find, sparams, seed_mix,
-                   pods_src, pods_at, threads, ext, part, best, other, out):
+                   pods_src, pods_at, threads, ext, part, best, other, out, n_rules, r_domp1,
+                   r_sums, r_params, r_thr):
     """The block's answer with its ``threads`` chunks run one after another
     (the host twin of ``_cuda_cycle.cycle_pick_kernel``; scratch ``ext``,
-    ``part`` [2 S], ``best``, ``other`` [3]): out [4] = (picked row or -1,
-    rows processed, feasible found, the picked row's position or -1)."""
+    ``part`` [2 S], ``best``, ``other`` [3]; the rules ``rl``): out [4] =
+    (picked row or -1, rows processed, feasible found, the picked row's
+    position or -1)."""
     m = rows.shape[0]
     n_slots = raw_by_row.shape[1]
     chunk = (m + threads - 1) // threads
@@ -149,9 +173,11 @@ def pick_by_chunks(rows, start, reasons_by_row, raw_by_row, num_to_find, sparams
     for t in range(threads):
         lo = min(m, t * chunk)
         hi = min(m, lo + chunk)
-        c = chunk_feasible(rows, start, lo, hi, reasons_by_row)
+        c = chunk_feasible(rows, start, lo, hi, reasons_by_row, n_rules, r_domp1, r_sums,
+                           r_params, r_thr)
         if num_to_find > 0 and found < num_to_find and found + c >= num_to_find:
-            processed = chunk_stop(rows, start, lo, hi, reasons_by_row, num_to_find - found)
+            processed = chunk_stop(rows, start, lo, hi, reasons_by_row, num_to_find - found,
+                                   n_rules, r_domp1, r_sums, r_params, r_thr)
         found += c
     if num_to_find > 0 and found >= num_to_find:
         found = num_to_find
@@ -160,7 +186,7 @@ def pick_by_chunks(rows, start, reasons_by_row, raw_by_row, num_to_find, sparams
         lo = min(m, t * chunk)
         start_extremes(sparams, n_slots, part)
         chunk_extremes(rows, start, lo, min(processed, lo + chunk), reasons_by_row, raw_by_row,
-                       sparams, part)
+                       sparams, part, n_rules, r_domp1, r_sums, r_params, r_thr)
         for k in range(2 * n_slots):
             if part[k] > ext[k]:
                 ext[k] = part[k]
@@ -171,7 +197,8 @@ def pick_by_chunks(rows, start, reasons_by_row, raw_by_row, num_to_find, sparams
     for t in range(threads):
         lo = min(m, t * chunk)
         chunk_best(rows, start, lo, min(processed, lo + chunk), reasons_by_row, raw_by_row,
-                   sparams, ext, seed_mix, pods_src, pods_at, other)
+                   sparams, ext, seed_mix, pods_src, pods_at, other, n_rules, r_domp1, r_sums,
+                   r_params, r_thr)
         combine_best(best, other)
     out[0] = best[1]
     out[1] = processed

@@ -21,6 +21,7 @@ import numpy as np
 
 from tensorsched.kernels import backend_names
 from tensorsched.kernels import domain_rules as DR
+from tensorsched.kernels import domain_rules_cycle as DRC
 from tensorsched.kernels import domains
 from tensorsched.kernels import layout as L
 from tensorsched.kernels._deps import cuda_unavailable_reason, gpu_present
@@ -767,8 +768,10 @@ class CudaBackend:
     their pack values: ``staged_rows``), one launch (the pick's block
     writes those rows into the packs and recomputes them first,
     ``_cuda_cycle``) and four numbers back (a query's first cycle, or one
-    after many rows were written, adds the by-row pass); a cycle that wants scores or
-    has host plugins the same copy up and one launch (the staged rows
+    after many rows were written, adds the by-row pass; a cycle whose host
+    filters have per-domain rules, ``_rules_pick``, one more copy up: the
+    domain sums moved since its last cycle); a cycle that wants scores or
+    has other host plugins the same copy up and one launch (the staged rows
     written, recomputed and gathered: ``_ranked_rows``) and, for the
     host's ranking, one copy back of those rows alone."""
 
@@ -782,6 +785,7 @@ class CudaBackend:
     # A placement cycle stages at most this many written rows in its one
     # upload; more (a node set rewritten) go the packs' span copies.
     MAX_STAGED_ROWS = 256
+    MAX_RULE_TABLES = 8         # rule sets kept on the device (``_rule_table``)
 
     def __init__(self):
         reason = cuda_unavailable_reason()
@@ -843,6 +847,11 @@ class CudaBackend:
         self.run_pods = 0
         self.caches_adopted = 0     # row caches kept for an equal recompiled query
         self.launches = 0           # kernels launched
+        # placement cycles whose host filters the pick answered on the device
+        # (``_rules_pick``) and the domain sums they copied up
+        self.rule_picks = 0
+        self.domain_sums_uploaded = 0
+        self._rule_tables: OrderedDict = OrderedDict()   # ``_rule_table``'s
         self.rows_downloaded = 0    # row cache rows copied back (the host's ranking, a failed
         #                             placement's reasons)
 
@@ -983,7 +992,12 @@ class CudaBackend:
         most one launch, over the rows written since).  A placement (no
         scores wanted, no host plugins, a seed for the tie rule) is then
         decided on the device (``_device_pick``: one more launch, O(1)
-        numbers back).  Otherwise the cache's host copy is brought level
+        numbers back); so is one whose host filters all have per-domain
+        rules for it (``extra.cycle_rules()``: PodTopologySpread's
+        DoNotSchedule, where the cycle counts no nominated pods), the
+        rules tested by the pick (``_rules_pick``).  Otherwise (host
+        scores, other host filters, explain, or no feasible row: the
+        filter's reasons are wanted) the cache's host copy is brought level
         (``_host_rows``: the rows written since) and normalized, weighed
         and ranked on the host in evaluation order (the numba backend's
         ``finalize_rows`` / ``gather_rows`` + ``finalize``: ``_host_finalize``;
@@ -992,6 +1006,15 @@ class CudaBackend:
                 and n_slots <= self._cycle.MAX_CYCLE_SLOTS):
             return self._device_pick(source, rows, start, q, num_to_find, active, norm,
                                      weights, n_slots, seed)
+        if (extra is not None and not want_scores and seed is not None and rows.shape[0] > 0
+                and n_slots <= self._cycle.MAX_CYCLE_SLOTS
+                and getattr(extra, "cycle_rules", None) is not None):
+            rules = extra.cycle_rules()
+            if rules is not None:
+                got = self._rules_pick(source, rows, start, q, num_to_find, active, norm,
+                                       weights, n_slots, seed, rules)
+                if got is not None:
+                    return got
         cols = source.columns()
         reasons_by_row, raw_by_row = self._ranked_rows(source, cols, q, n_slots)
         return self._host_finalize(cols, rows, start, reasons_by_row, raw_by_row, num_to_find,
@@ -1061,6 +1084,66 @@ class CudaBackend:
         self.rows_downloaded += n
         reasons = np.take(c.reasons.copy_to_host(), rotated(rows, start))
         return StageResult(reasons, None, None, np.zeros(0, np.int64), processed, found)
+
+    def _rules_pick(self, source: ColumnSource, rows, start, q, num_to_find, active, norm,
+                    weights, n_slots, seed, rules) -> StageResult | None:
+        """A placement cycle whose host filters all have a per-domain form
+        (``rules``: ``domain_rules_cycle.CycleRule``, PodTopologySpread's
+        DoNotSchedule) decided on the device as ``_device_pick`` decides
+        one without host filters: the row cache brought up to date
+        (``_staged_cache``), the rules' thresholds and the domain sums that
+        moved since the last cycle copied up (``_rule_table``), then one
+        launch whose block writes those, tests each row it scans against
+        the rules and takes the tie rule's row; four numbers back.  The
+        host's work is O(rules + domains moved), not the filter over every
+        node, the gather and the ranking of ``_host_finalize``.  None (the
+        caller ranks on the host, with the filter's reasons for the
+        diagnosis) when no scanned row is feasible."""
+        cols = source.columns()
+        n = cols.allocatable.shape[0]
+        c, k = self._staged_cache(source, cols, q, n_slots)
+        table = self._rule_table(rules, n)
+        rbuf, n_upd, sent = table.stage(rules)
+        if sent:
+            self.copies += 1
+            self.bytes_uploaded += sent
+        self.domain_sums_uploaded += n_upd
+        if self._pick_out is None:
+            self._pick_out = self._cuda.device_array(self._cycle_host.OUT_LEN, np.int64)
+            self._pick_host = self._cuda.pinned_array(self._cycle_host.OUT_LEN, np.int64)
+        self._cycle.launch_cycle_pick(
+            rows.shape[0], self._staged[3], k, self._packs, self._qbuf(cols, q),
+            self._cycle_rows(rows, n), c.reasons, c.raw,
+            self._slot_params(active, norm, weights, n_slots), start, num_to_find,
+            mix_of_seed(seed), self._pods_at, self._pick_out, rules=(table, rbuf, n_upd))
+        self.launches += 1
+        self.rows_recomputed += k
+        self.rule_picks += 1
+        row, processed, found, pos = (int(v) for v in self._pick_out.copy_to_host(
+            self._pick_host))
+        if row < 0:
+            return None
+        return StageResult(None, None, None, np.array([pos], np.int64), processed, found)
+
+    def _rule_table(self, rules, n: int):
+        """The device copy of ``rules`` (``domain_rules_cycle.DeviceRuleTable``)
+        over the ``n`` rows of the row cache, kept per rule set (its
+        domain-id arrays and counts objects): built
+        whole the first time (counted in ``domain_sums_uploaded``), then
+        followed by the domains that moved (``DeviceRuleTable.stage``)."""
+        key = DRC.set_key(rules)
+        table = self._rule_tables.get(key)
+        if table is not None and table.holds(rules, n):
+            self._rule_tables.move_to_end(key)
+            return table
+        table = DRC.DeviceRuleTable(self._cuda, rules, n)
+        self._rule_tables[key] = table
+        self.copies += 4
+        self.bytes_uploaded += table.bytes_uploaded
+        self.domain_sums_uploaded += table.sums_uploaded
+        while len(self._rule_tables) > self.MAX_RULE_TABLES:
+            self._rule_tables.popitem(last=False)
+        return table
 
     def _staged_cache(self, source: ColumnSource, cols, q, n_slots) -> tuple:
         """(the query's device row cache, k) for a placement cycle, with the

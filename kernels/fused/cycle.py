@@ -5,7 +5,9 @@ same source (``_cycle_core``).
 ``pick`` answers what ``finalize_rows`` and the tie rule answer together
 for a placement (no per-row output): the row the cycle takes, its
 position, rows processed and feasible found, whatever the number of
-chunks.  The tests hold it, and the device kernel, to ``finalize_rows``.
+chunks.  The tests hold it, and the device kernel, to ``finalize_rows``
+(with per-domain rules, ``domain_rules_cycle``, to ``finalize`` over the
+host filter's answers).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from tensorsched.kernels import domain_rules_cycle as DRC
 from tensorsched.kernels._compile import compile_module
 
 from . import _cycle_core
@@ -33,17 +36,22 @@ def slot_params(active, norm, weights, n_slots: int) -> np.ndarray:
 
 
 def pick(rows, start: int, reasons_by_row, raw_by_row, num_to_find: int, sparams, mix: int,
-         pods_src, pods_at: int, threads: int = 1) -> np.ndarray:
+         pods_src, pods_at: int, threads: int = 1, rules=None) -> np.ndarray:
     """[4] int64 (``OUT_*``): the row the cycle over ``rows`` [M] (evaluation
     order from ``start``) takes and its position (-1, -1 when no scanned row
     is feasible), rows processed, feasible found; the row cache
     ``reasons_by_row`` [N], ``raw_by_row`` [N, S]; ``sparams``
     (``slot_params``); ``mix`` the seed's ``ties.seed_mix``;
-    ``pods_src[row, pods_at]`` the pods on a row; ``threads`` chunks."""
+    ``pods_src[row, pods_at]`` the pods on a row; ``threads`` chunks;
+    ``rules`` (``domain_rules_cycle.host_rules``, None: none) fail rows
+    besides their cached reasons."""
     s = raw_by_row.shape[1]
+    if rules is None:
+        rules = DRC.no_rules()
     out = np.zeros(OUT_LEN, np.int64)
     _pick_by_chunks(rows, np.int64(start), reasons_by_row, raw_by_row, np.int64(num_to_find),
                     sparams, np.uint64(mix), pods_src, np.int64(pods_at),
                     np.int64(max(1, threads)), np.zeros(2 * s, np.int64),
-                    np.zeros(2 * s, np.int64), np.zeros(3, np.int64), np.zeros(3, np.int64), out)
+                    np.zeros(2 * s, np.int64), np.zeros(3, np.int64), np.zeros(3, np.int64), out,
+                    np.int64(rules.n_rules), rules.domp1, rules.sums, rules.params, rules.thr)
     return out
