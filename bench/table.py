@@ -135,7 +135,7 @@ def readme_section(results: Path | None = None) -> str:
         "",
         *workload_lines(results, used, comparisons=False),
         "",
-        "Before/after comparisons, alternated on this machine (read in the text below): "
+        "Before/after comparisons, alternated on this machine (read in bench/README.md): "
         + ", ".join(f"`{name}`" for name in compared) + ".",
         END])
 
