@@ -34,9 +34,17 @@ def rows(results: Path | None = None):
                 yield path.name, r, rec.get("commit", r.get("commit", ""))
 
 
+#: what a table row prints of a run
+ROW_FIELDS = ("workload", "nodes", "pods", "backend")
+
+
 def is_comparison(run: dict) -> bool:
-    """A run of alternated before/after rounds (the README's prose reads them)."""
-    return "round" in run or "label" in run
+    """A run of alternated before/after rounds (the README's prose reads
+    them), or a record of one whose figures are per side (a dict of
+    pods/s by tree, no workload of its own)."""
+    return ("round" in run or "label" in run
+            or not all(k in run for k in ROW_FIELDS)
+            or not isinstance(run.get("pods_per_second"), (int, float)))
 
 
 def workload_lines(results: Path | None = None, skip: frozenset = frozenset(),

@@ -37,6 +37,9 @@ def test_workload_table(results, capsys):
     # a comparison's runs (a round, no backend) are left out of the table
     (results / "d-before-after.json").write_text(json.dumps(
         {"runs": [{"round": 1, "workload": "basic", "pods_per_second": 5.0}]}))
+    # ... and so is a before/after record with pods/s by side and no workload
+    (results / "e-sides.json").write_text(json.dumps(
+        {"backend": "numba", "commit": "c3", "pods_per_second": {"base": [1.0], "this": [2.0]}}))
     assert BT.main([]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("| workload | nodes | pods |") and len(lines) == 4
