@@ -10,7 +10,9 @@ constraint that sets nothing, an attribute without a value, an empty
 ``deviceClassName``) are kept, so that the allocator reports them as upstream
 does (see ``state.dra_allocator``); objects read as a cluster (the
 ``load_*`` functions, ``OBJECT_KINDS``) also get the API server's checks
-(:mod:`.dra_validation`).  Objects of another ``resource.k8s.io`` version
+(:mod:`.dra_validation`), and its strict decoding first: a field the API
+does not have refuses a new object and is warned of in a stored one
+(:mod:`.dra_fields`).  Objects of another ``resource.k8s.io`` version
 are not read (counted as ignored kinds).
 
 Defaults applied as the API server does: a request's ``allocationMode`` is
@@ -52,6 +54,7 @@ from tensorsched.framework.records.dra_records import (
     ResourceSliceRecord,
 )
 from .dra_device_status import check_device_statuses
+from .dra_fields import refuse_unknown_fields
 from .dra_validation import (
     RESERVED_FOR_MAX,
     check_claim_spec,
@@ -624,6 +627,8 @@ def parse_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlic
 
 def _parse_resource_slice(obj: dict, where: str | None, strict: bool) -> ResourceSliceRecord:
     ctx, _, _, name = identity(obj, "ResourceSlice", False, where)
+    if strict:
+        refuse_unknown_fields(ctx, obj, "ResourceSlice")
     spec = ctx.mapping(obj.get("spec"), "spec")
     _refuse_later_fields(ctx, spec, "spec", _LATER_SLICE_FIELDS)
     driver = _driver_name(
@@ -947,13 +952,16 @@ def _namespaced_key(r) -> str:
 # because upstream's allocator tests build such objects and assert how the
 # allocator meets them (the goldens).  Objects read as a cluster (the
 # ``OBJECT_KINDS`` loaders below) come from a real API server or are written
-# by hand: those shapes are refused there, with the API server's wording.
+# by hand: those shapes are refused there, with the API server's wording;
+# before them, a new object with a field the API does not have is refused
+# as the API server's strict decoding refuses it (``dra_fields``).
 
 
 def load_device_class(obj: dict, *, where: str | None = None) -> DeviceClassRecord:
     """``parse_device_class`` with the API server's checks (see above)."""
-    rec = parse_device_class(obj, where=where)
     ctx = identity(obj, "DeviceClass", False, where)[0]
+    refuse_unknown_fields(ctx, obj, "DeviceClass")
+    rec = parse_device_class(obj, where=where)
     check_device_class(ctx, obj.get("spec") or {}, stored_object(obj))
     return rec
 
@@ -966,8 +974,9 @@ def load_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlice
 
 def load_resource_claim(obj: dict, *, where: str | None = None) -> ResourceClaimRecord:
     """``parse_resource_claim`` with the API server's checks (see above)."""
-    rec = parse_resource_claim(obj, where=where)
     ctx = identity(obj, "ResourceClaim", True, where)[0]
+    refuse_unknown_fields(ctx, obj, "ResourceClaim")
+    rec = parse_resource_claim(obj, where=where)
     stored = stored_object(obj)
     spec = obj.get("spec") or {}
     check_claim_spec(ctx, spec, "spec", stored)
@@ -986,8 +995,9 @@ def load_resource_claim_template(
     obj: dict, *, where: str | None = None
 ) -> ResourceClaimTemplateRecord:
     """``parse_resource_claim_template`` with the API server's checks."""
-    rec = parse_resource_claim_template(obj, where=where)
     ctx = identity(obj, "ResourceClaimTemplate", True, where)[0]
+    refuse_unknown_fields(ctx, obj, "ResourceClaimTemplate")
+    rec = parse_resource_claim_template(obj, where=where)
     spec = obj.get("spec") or {}
     check_template_metadata(ctx, spec.get("metadata") or {})
     check_claim_spec(ctx, spec.get("spec") or {}, "spec.spec", stored_object(obj))
