@@ -54,7 +54,13 @@ from tensorsched.framework.records.dra_records import (
     ResourceSliceRecord,
 )
 from .dra_device_status import check_device_statuses
-from .dra_fields import refuse_unknown_fields
+from .dra_fields import (
+    known,
+    refuse_unknown_fields,
+    slice_known_but_devices,
+    unknown_fields,
+    unknown_fields_message,
+)
 from .dra_validation import (
     RESERVED_FOR_MAX,
     check_claim_spec,
@@ -495,6 +501,8 @@ def _request_policy(ctx: ObjectContext, value, path: str) -> RequestPolicy | Non
 # Devices checked already, by everything but their name: a driver publishes
 # the same few device shapes on every node (bounded).
 _DEVICE_SHAPES: dict = {}
+# The shapes (``_shape``) of devices with no field the API lacks (bounded).
+_KNOWN_SHAPES: set = set()
 
 
 def clear_parse_memos() -> None:
@@ -502,19 +510,52 @@ def clear_parse_memos() -> None:
     benchmark's passes each start from empty memos)."""
     _SCALAR_ATTRIBUTES.clear()
     _DEVICE_SHAPES.clear()
+    _KNOWN_SHAPES.clear()
+
+
+def _shape(d: dict) -> str:
+    """A device but its name, as a memo key: equal keys, equal devices but
+    for the name."""
+    return repr([(k, v) for k, v in d.items() if k != "name"])
+
+
+def _device_shapes(raw_devices) -> list:
+    """The ``_shape`` of every plain-dict device in ``raw_devices`` (None
+    for anything else), when it is a list."""
+    if type(raw_devices) is not list:
+        return []
+    return [_shape(d) if type(d) is dict else None for d in raw_devices]
+
+
+def _refuse_unknown_slice_fields(ctx: ObjectContext, obj: dict, shapes: list) -> None:
+    """``refuse_unknown_fields`` for a new ResourceSlice, each device shape
+    (``shapes``, of its ``spec.devices``) looked into once."""
+    devices = obj["spec"]["devices"] if shapes else ()
+    ok = slice_known_but_devices(obj)
+    for d, shape in zip(devices, shapes):
+        if not ok:
+            break
+        if shape is None or shape not in _KNOWN_SHAPES:
+            ok = known(d, "Device")
+            if ok and shape is not None:
+                if len(_KNOWN_SHAPES) > 65536:
+                    _KNOWN_SHAPES.clear()
+                _KNOWN_SHAPES.add(shape)
+    if not ok:
+        ctx.fail("", unknown_fields_message(unknown_fields(obj, "ResourceSlice")))
 
 
 def _device_of_shape(
-    ctx: ObjectContext, d, path: str, per_device: bool, strict: bool
+    ctx: ObjectContext, d, path: str, per_device: bool, strict: bool, shape: str | None = None
 ) -> DeviceRecord:
     """``_device`` (and with ``strict`` the API server's checks,
     ``dra_validation.check_device``), checking each distinct shape (the
-    device but its name) once: the name is checked on its own and the rest
-    is the record of the first device of that shape (an object that fails
-    is never kept)."""
+    device but its name; ``shape``: its ``_shape`` when known) once: the
+    name is checked on its own and the rest is the record of the first
+    device of that shape (an object that fails is never kept)."""
     if type(d) is not dict:
         return _device(ctx, d, path, per_device, strict)
-    key = (per_device, strict, repr([(k, v) for k, v in d.items() if k != "name"]))
+    key = (per_device, strict, shape if shape is not None else _shape(d))
     got = _DEVICE_SHAPES.get(key)
     if got is None:
         got = _device(ctx, d, path, per_device, strict)
@@ -627,8 +668,13 @@ def parse_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlic
 
 def _parse_resource_slice(obj: dict, where: str | None, strict: bool) -> ResourceSliceRecord:
     ctx, _, _, name = identity(obj, "ResourceSlice", False, where)
+    shapes = []
     if strict:
-        refuse_unknown_fields(ctx, obj, "ResourceSlice")
+        # strict decoding first, as the API server (each device shape once)
+        raw_spec = obj.get("spec")
+        shapes = _device_shapes(raw_spec.get("devices") if type(raw_spec) is dict else None)
+        if not stored_object(obj):
+            _refuse_unknown_slice_fields(ctx, obj, shapes)
     spec = ctx.mapping(obj.get("spec"), "spec")
     _refuse_later_fields(ctx, spec, "spec", _LATER_SLICE_FIELDS)
     driver = _driver_name(
@@ -680,7 +726,8 @@ def _parse_resource_slice(obj: dict, where: str | None, strict: bool) -> Resourc
             f"Too many: {len(raw_devices)}: must have at most {MAX_DEVICES_PER_SLICE} items",
         )
     devices = tuple(
-        _device_of_shape(ctx, d, f"spec.devices[{i}]", per_device, strict)
+        _device_of_shape(ctx, d, f"spec.devices[{i}]", per_device, strict,
+                         shapes[i] if shapes else None)
         for i, d in enumerate(raw_devices)
     )
     counters = []

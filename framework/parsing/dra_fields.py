@@ -34,6 +34,8 @@ from .meta import ObjectContext, source_of
 __all__ = [
     "STRUCTS",
     "KIND_STRUCTS",
+    "known",
+    "slice_known_but_devices",
     "unknown_fields",
     "unknown_fields_message",
     "refuse_unknown_fields",
@@ -227,33 +229,81 @@ STRUCTS: dict[str, dict[str, str | None]] = {
 KIND_STRUCTS = {kind: kind for kind in
                 ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")}
 
-_PLAIN, _STRUCT, _LIST, _MAP = range(4)
+_STRUCT, _LIST, _MAP = range(3)
 
 
-def _compile(structs: dict) -> dict:
-    """STRUCTS as name -> {field: None | (shape, the compiled struct)}."""
-    out: dict = {name: {} for name in structs}
+class _Struct:
+    """A struct of STRUCTS, compiled: ``fields`` (name -> None, or (shape,
+    the field's _Struct)), ``keys`` (its field names) and ``children``
+    (``(name, shape, _Struct)`` of the fields that hold structs)."""
+
+    __slots__ = ("fields", "keys", "children")
+
+    def __init__(self):
+        self.fields: dict = {}
+        self.keys: frozenset = frozenset()
+        self.children: tuple = ()
+
+
+def _compile(structs: dict) -> dict[str, _Struct]:
+    out = {name: _Struct() for name in structs}
     for name, fields in structs.items():
+        s = out[name]
         for field, value in fields.items():
             if value is None:
-                out[name][field] = None
+                s.fields[field] = None
             elif value.startswith("[]"):
-                out[name][field] = (_LIST, out[value[2:]])
+                s.fields[field] = (_LIST, out[value[2:]])
             elif value.startswith("{}"):
-                out[name][field] = (_MAP, out[value[2:]])
+                s.fields[field] = (_MAP, out[value[2:]])
             else:
-                out[name][field] = (_STRUCT, out[value])
+                s.fields[field] = (_STRUCT, out[value])
+        s.keys = frozenset(s.fields)
+        s.children = tuple((f, *v) for f, v in s.fields.items() if v is not None)
     return out
 
 
 _COMPILED = _compile(STRUCTS)
 
 
-def _walk(value: dict, fields: dict, path: str, out: list) -> None:
-    """Append to ``out`` the path of every key of ``value`` (a mapping of the
-    struct ``fields``) and of its nested structs that no field takes.
-    Values of the wrong type are passed by (the parser names them)."""
+def _known(value: dict, s: _Struct) -> bool:
+    """Whether every key of ``value`` (a mapping of struct ``s``) and of its
+    nested structs is a field: the common case, answered without building
+    any path (a key-set comparison per mapping)."""
+    if not value.keys() <= s.keys:
+        return False
+    for field, shape, sub in s.children:
+        v = value.get(field)
+        if v is None:
+            continue
+        if shape == _STRUCT:
+            if isinstance(v, dict) and not _known(v, sub):
+                return False
+        elif shape == _LIST:
+            if isinstance(v, list):
+                for item in v:
+                    if isinstance(item, dict) and not _known(item, sub):
+                        return False
+        elif isinstance(v, dict):
+            if sub.children:
+                for item in v.values():
+                    if isinstance(item, dict) and not _known(item, sub):
+                        return False
+            else:
+                keys = sub.keys
+                for item in v.values():
+                    if isinstance(item, dict) and not item.keys() <= keys:
+                        return False
+    return True
+
+
+def _walk(value: dict, s: _Struct, path: str, out: list) -> None:
+    """Append to ``out`` the path of every key of ``value`` (a mapping of
+    struct ``s``) and of its nested structs that no field takes, in
+    document order.  Values of the wrong type are passed by (the parser
+    names them)."""
     prefix = f"{path}." if path else ""
+    fields = s.fields
     for key, v in value.items():
         child = fields.get(key, fields) if type(key) is str else fields
         if child is fields:
@@ -276,13 +326,51 @@ def _walk(value: dict, fields: dict, path: str, out: list) -> None:
                     _walk(item, sub, f"{prefix}{key}.{k}", out)
 
 
+def _but(s: _Struct, field: str, inner: _Struct | None = None) -> _Struct:
+    """``s`` whose ``field`` is not looked into (``inner``: is that struct
+    instead)."""
+    out = _Struct()
+    out.fields, out.keys = s.fields, s.keys
+    children = []
+    for f, shape, sub in s.children:
+        if f != field:
+            children.append((f, shape, sub))
+        elif inner is not None:
+            children.append((f, shape, inner))
+    out.children = tuple(children)
+    return out
+
+
+# a ResourceSlice but its devices (checked one shape at a time, ``dra``)
+_SLICE_BUT_DEVICES = _but(_COMPILED["ResourceSlice"], "spec",
+                          _but(_COMPILED["ResourceSliceSpec"], "devices"))
+
+
+def known(value, struct: str) -> bool:
+    """Whether ``value`` (an object of struct ``struct``) has no key the
+    API lacks (:func:`unknown_fields` empty), answered cheaply."""
+    return not isinstance(value, dict) or _known(value, _COMPILED[struct])
+
+
+def slice_known_but_devices(obj) -> bool:
+    """:func:`known` for a ResourceSlice, its ``spec.devices`` entries left
+    out (the caller checks each device shape once: ``known(d, "Device")``)."""
+    return not isinstance(obj, dict) or _known(obj, _SLICE_BUT_DEVICES)
+
+
+def _unknown(value: dict, s: _Struct, path: str, out: list) -> None:
+    """``_walk``, after the cheap ``_known`` says there is something to find."""
+    if not _known(value, s):
+        _walk(value, s, path, out)
+
+
 def unknown_fields(value, struct: str, path: str = "") -> list[str]:
     """The paths of the keys in ``value`` (an object of struct ``struct``,
     e.g. ``"ResourceClaim"``, found at ``path``) that the API has no field
     for, in document order; [] when ``value`` is not a mapping."""
     out: list[str] = []
     if isinstance(value, dict):
-        _walk(value, _COMPILED[struct], path, out)
+        _unknown(value, _COMPILED[struct], path, out)
     return out
 
 
@@ -316,7 +404,7 @@ def pod_claim_unknown_fields(pod: dict) -> list[str]:
         fields = _COMPILED["PodResourceClaim"]
         for i, c in enumerate(claims):
             if isinstance(c, dict):
-                _walk(c, fields, f"spec.resourceClaims[{i}]", out)
+                _unknown(c, fields, f"spec.resourceClaims[{i}]", out)
     fields = _COMPILED["ResourceClaim(core)"]
     for group in ("initContainers", "containers"):
         containers = spec.get(group)
@@ -329,7 +417,7 @@ def pod_claim_unknown_fields(pod: dict) -> list[str]:
                 continue
             for k, ref in enumerate(refs):
                 if isinstance(ref, dict):
-                    _walk(ref, fields, f"spec.{group}[{j}].resources.claims[{k}]", out)
+                    _unknown(ref, fields, f"spec.{group}[{j}].resources.claims[{k}]", out)
     return out
 
 
@@ -369,7 +457,7 @@ def unknown_field_warnings(objects) -> list[str]:
             if not stored_object(obj):
                 continue
             paths: list[str] = []
-            _walk(obj, fields, "", paths)
+            _unknown(obj, fields, "", paths)
             if paths:
                 key = f"{r.namespace}/{r.name}" if hasattr(r, "namespace") else r.name
                 lines.append(_warning(f"{kind} {key}", obj, paths))

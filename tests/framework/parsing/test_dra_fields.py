@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tensorsched as ts
+from tensorsched.cli import main
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.parsing.dra import parse_resource_claim
 from tensorsched.framework.parsing.dra_fields import (
@@ -410,3 +411,47 @@ def test_the_records_writers_emit_known_fields_only(results, configs, node_selec
     device = device_slice()["spec"]["devices"][0]
     device["attributes"] = {k: v.to_dict() for k, v in attrs.items()}
     assert unknown_fields(device, "Device") == []
+
+
+def test_the_cli_warns_of_a_stored_object_and_refuses_a_new_one(tmp_path, capsys):
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}
+    stored = template()
+    stored["metadata"]["resourceVersion"] = "3"
+    stored["spec"]["spec"]["devices"]["requests"][0]["exactly"]["allocationmode"] = "All"
+    file = tmp_path / "cluster.yaml"
+    file.write_text(yaml.safe_dump_all([node, stored]))
+    assert main(["schedule", "--cluster", str(file)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == (f'warning: {file}#1: ResourceClaimTemplate ml/t: unknown field '
+                      '"spec.spec.devices.requests[0].exactly.allocationmode": tensorsched '
+                      "does not model it (a stored object, perhaps from a newer API server); "
+                      "read without")
+    del stored["metadata"]["resourceVersion"]
+    file.write_text(yaml.safe_dump_all([node, stored]))
+    assert main(["schedule", "--cluster", str(file)]) != 0
+    err = capsys.readouterr().err
+    assert (f'{file}#1: ResourceClaimTemplate ml/t: strict decoding error: unknown field '
+            '"spec.spec.devices.requests[0].exactly.allocationmode"') in err
+    assert "Traceback" not in err
+
+
+def test_device_shapes_checked_once_still_refuse_an_unknown_field():
+    """Devices are looked into once per shape (the device but its name): a
+    shape seen clean, or seen with an unknown field in a stored slice, does
+    not let a new slice's unknown field through."""
+    parse_objects([device_slice()])             # the clean shape, remembered
+    stored = device_slice()
+    stored["metadata"]["resourceVersion"] = "9"
+    stored["spec"]["devices"][0]["Taints"] = []
+    assert "spec.devices[0].Taints" in ignored_kinds_warning(parse_objects([stored]))
+    new = device_slice()
+    new["spec"]["devices"].append(dict(new["spec"]["devices"][0], name="gpu-1"))
+    new["spec"]["devices"][1]["Taints"] = []
+    with pytest.raises(ManifestError) as err:
+        parse_objects([new])
+    assert err.value.problem == ('strict decoding error: unknown field '
+                                 '"spec.devices[1].Taints"')
+    del stored["metadata"]["resourceVersion"]
+    with pytest.raises(ManifestError, match=r'"spec.devices\[0\].Taints"'):
+        parse_objects([stored])
