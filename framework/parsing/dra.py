@@ -54,13 +54,7 @@ from tensorsched.framework.records.dra_records import (
     ResourceSliceRecord,
 )
 from .dra_device_status import check_device_statuses
-from .dra_fields import (
-    known,
-    refuse_unknown_fields,
-    slice_known_but_devices,
-    unknown_fields,
-    unknown_fields_message,
-)
+from .dra_fields import known, refuse_unknown_fields, slice_known_but_devices
 from .dra_validation import (
     RESERVED_FOR_MAX,
     check_claim_spec,
@@ -527,8 +521,8 @@ def _device_shapes(raw_devices) -> list:
     return [_shape(d) if type(d) is dict else None for d in raw_devices]
 
 
-def _refuse_unknown_slice_fields(ctx: ObjectContext, obj: dict, shapes: list) -> None:
-    """``refuse_unknown_fields`` for a new ResourceSlice, each device shape
+def _slice_known(obj: dict, shapes: list) -> bool:
+    """``dra_fields.known`` of a ResourceSlice, each device shape
     (``shapes``, of its ``spec.devices``) looked into once."""
     devices = obj["spec"]["devices"] if shapes else ()
     ok = slice_known_but_devices(obj)
@@ -541,8 +535,7 @@ def _refuse_unknown_slice_fields(ctx: ObjectContext, obj: dict, shapes: list) ->
                 if len(_KNOWN_SHAPES) > 65536:
                     _KNOWN_SHAPES.clear()
                 _KNOWN_SHAPES.add(shape)
-    if not ok:
-        ctx.fail("", unknown_fields_message(unknown_fields(obj, "ResourceSlice")))
+    return ok
 
 
 def _device_of_shape(
@@ -673,8 +666,7 @@ def _parse_resource_slice(obj: dict, where: str | None, strict: bool) -> Resourc
         # strict decoding first, as the API server (each device shape once)
         raw_spec = obj.get("spec")
         shapes = _device_shapes(raw_spec.get("devices") if type(raw_spec) is dict else None)
-        if not stored_object(obj):
-            _refuse_unknown_slice_fields(ctx, obj, shapes)
+        refuse_unknown_fields(ctx, obj, "ResourceSlice", _slice_known(obj, shapes))
     spec = ctx.mapping(obj.get("spec"), "spec")
     _refuse_later_fields(ctx, spec, "spec", _LATER_SLICE_FIELDS)
     driver = _driver_name(

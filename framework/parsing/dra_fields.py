@@ -16,7 +16,13 @@ How tensorsched meets one (:func:`refuse_unknown_fields`,
 in those words; a stored object (a dump, perhaps from a newer API server
 that has fields 1.35 lacks) is read without the field, with one warning
 line per object naming the fields it carries that tensorsched does not
-model.
+model (found when it is read, remembered for the warning).
+
+Cost: the common case, nothing unknown, is one key-set comparison per
+mapping (:func:`known`), no path built; paths are built only for an object
+that has an unknown field.  A ResourceSlice's devices are looked into once
+per device shape (``dra``: the device but its name, the key its parser
+memo computes anyway).
 
 The tables (:data:`STRUCTS`) are the structs' JSON field names, each with
 what its value is: nothing to look into (a scalar, a list of scalars,
@@ -380,16 +386,36 @@ def unknown_fields_message(paths) -> str:
         f'unknown field "{p}"' for p in list(paths)[:MAX_NAMED])
 
 
-def refuse_unknown_fields(ctx: ObjectContext, obj: dict, kind: str) -> None:
+# Stored objects read with fields the API lacks: id(obj) -> (obj, their
+# paths), for the warnings (bounded; the object kept so an id is not reused).
+_STORED_UNKNOWN: dict[int, tuple[dict, list[str]]] = {}
+
+
+def refuse_unknown_fields(ctx: ObjectContext, obj: dict, kind: str,
+                          clean: bool | None = None) -> None:
     """Refuse a new object (a manifest: no ``metadata.resourceVersion``) of
     DRA kind ``kind`` that has a field the API does not have, as the API
-    server's strict decoding does; a stored object passes (its fields are
-    warned of by :func:`unknown_field_warnings`)."""
-    if stored_object(obj):
+    server's strict decoding does; a stored object's such fields are
+    remembered for :func:`unknown_field_warnings`.  ``clean``: the
+    caller's :func:`known` of ``obj`` when it has it (None: asked here)."""
+    struct = KIND_STRUCTS[kind]
+    if clean is None:
+        clean = known(obj, struct)
+    if clean:
         return
-    paths = unknown_fields(obj, KIND_STRUCTS[kind])
-    if paths:
+    paths = unknown_fields(obj, struct)
+    if not stored_object(obj):
         ctx.fail("", unknown_fields_message(paths))
+    if len(_STORED_UNKNOWN) > 65536:
+        _STORED_UNKNOWN.clear()
+    _STORED_UNKNOWN[id(obj)] = (obj, paths)
+
+
+def _remembered(obj) -> list[str]:
+    """The unknown fields :func:`refuse_unknown_fields` found in stored
+    ``obj`` ([] when none)."""
+    got = _STORED_UNKNOWN.get(id(obj))
+    return got[1] if got is not None and got[0] is obj else []
 
 
 def pod_claim_unknown_fields(pod: dict) -> list[str]:
@@ -444,23 +470,20 @@ def _warning(label: str, obj, paths: list[str]) -> str:
 def unknown_field_warnings(objects) -> list[str]:
     """One warning line per stored object of ``objects`` (a
     ``manifests.Objects``) that carries fields the API (1.35's) does not
-    have: the DRA objects, and the pods' claims.  New objects with such
-    fields were refused when read."""
+    have: the DRA objects (as their loaders found them) and the pods'
+    claims.  New objects with such fields were refused when read."""
     lines = []
     for kind, records in (("DeviceClass", objects.device_classes),
                           ("ResourceSlice", objects.resource_slices),
                           ("ResourceClaim", objects.resource_claims),
                           ("ResourceClaimTemplate", objects.resource_claim_templates)):
-        fields = _COMPILED[KIND_STRUCTS[kind]]
+        if not _STORED_UNKNOWN:
+            break
         for r in records:
-            obj = r.obj
-            if not stored_object(obj):
-                continue
-            paths: list[str] = []
-            _unknown(obj, fields, "", paths)
+            paths = _remembered(r.obj)      # found when read (the loaders)
             if paths:
                 key = f"{r.namespace}/{r.name}" if hasattr(r, "namespace") else r.name
-                lines.append(_warning(f"{kind} {key}", obj, paths))
+                lines.append(_warning(f"{kind} {key}", r.obj, paths))
     for pod in objects.pods:
         # a pod without claims has no claim references either (each names
         # one of the pod's claims, else it was refused)
