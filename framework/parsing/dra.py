@@ -10,7 +10,9 @@ constraint that sets nothing, an attribute without a value, an empty
 ``deviceClassName``) are kept, so that the allocator reports them as upstream
 does (see ``state.dra_allocator``); objects read as a cluster (the
 ``load_*`` functions, ``OBJECT_KINDS``) also get the API server's checks
-(:mod:`.dra_validation`).  Objects of another ``resource.k8s.io`` version
+(:mod:`.dra_validation`), and its strict decoding first: a field the API
+does not have refuses a new object and is warned of in a stored one
+(:mod:`.dra_fields`).  Objects of another ``resource.k8s.io`` version
 are not read (counted as ignored kinds).
 
 Defaults applied as the API server does: a request's ``allocationMode`` is
@@ -52,6 +54,7 @@ from tensorsched.framework.records.dra_records import (
     ResourceSliceRecord,
 )
 from .dra_device_status import check_device_statuses
+from .dra_fields import known, refuse_unknown_fields, slice_known_but_devices
 from .dra_validation import (
     RESERVED_FOR_MAX,
     check_claim_spec,
@@ -492,6 +495,8 @@ def _request_policy(ctx: ObjectContext, value, path: str) -> RequestPolicy | Non
 # Devices checked already, by everything but their name: a driver publishes
 # the same few device shapes on every node (bounded).
 _DEVICE_SHAPES: dict = {}
+# The shapes (``_shape``) of devices with no field the API lacks (bounded).
+_KNOWN_SHAPES: set = set()
 
 
 def clear_parse_memos() -> None:
@@ -499,19 +504,51 @@ def clear_parse_memos() -> None:
     benchmark's passes each start from empty memos)."""
     _SCALAR_ATTRIBUTES.clear()
     _DEVICE_SHAPES.clear()
+    _KNOWN_SHAPES.clear()
+
+
+def _shape(d: dict) -> str:
+    """A device but its name, as a memo key: equal keys, equal devices but
+    for the name."""
+    return repr([(k, v) for k, v in d.items() if k != "name"])
+
+
+def _device_shapes(raw_devices) -> list:
+    """The ``_shape`` of every plain-dict device in ``raw_devices`` (None
+    for anything else), when it is a list."""
+    if type(raw_devices) is not list:
+        return []
+    return [_shape(d) if type(d) is dict else None for d in raw_devices]
+
+
+def _slice_known(obj: dict, shapes: list) -> bool:
+    """``dra_fields.known`` of a ResourceSlice, each device shape
+    (``shapes``, of its ``spec.devices``) looked into once."""
+    devices = obj["spec"]["devices"] if shapes else ()
+    ok = slice_known_but_devices(obj)
+    for d, shape in zip(devices, shapes):
+        if not ok:
+            break
+        if shape is None or shape not in _KNOWN_SHAPES:
+            ok = known(d, "Device")
+            if ok and shape is not None:
+                if len(_KNOWN_SHAPES) > 65536:
+                    _KNOWN_SHAPES.clear()
+                _KNOWN_SHAPES.add(shape)
+    return ok
 
 
 def _device_of_shape(
-    ctx: ObjectContext, d, path: str, per_device: bool, strict: bool
+    ctx: ObjectContext, d, path: str, per_device: bool, strict: bool, shape: str | None = None
 ) -> DeviceRecord:
     """``_device`` (and with ``strict`` the API server's checks,
     ``dra_validation.check_device``), checking each distinct shape (the
-    device but its name) once: the name is checked on its own and the rest
-    is the record of the first device of that shape (an object that fails
-    is never kept)."""
+    device but its name; ``shape``: its ``_shape`` when known) once: the
+    name is checked on its own and the rest is the record of the first
+    device of that shape (an object that fails is never kept)."""
     if type(d) is not dict:
         return _device(ctx, d, path, per_device, strict)
-    key = (per_device, strict, repr([(k, v) for k, v in d.items() if k != "name"]))
+    key = (per_device, strict, shape if shape is not None else _shape(d))
     got = _DEVICE_SHAPES.get(key)
     if got is None:
         got = _device(ctx, d, path, per_device, strict)
@@ -624,6 +661,12 @@ def parse_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlic
 
 def _parse_resource_slice(obj: dict, where: str | None, strict: bool) -> ResourceSliceRecord:
     ctx, _, _, name = identity(obj, "ResourceSlice", False, where)
+    shapes = []
+    if strict:
+        # strict decoding first, as the API server (each device shape once)
+        raw_spec = obj.get("spec")
+        shapes = _device_shapes(raw_spec.get("devices") if type(raw_spec) is dict else None)
+        refuse_unknown_fields(ctx, obj, "ResourceSlice", _slice_known(obj, shapes))
     spec = ctx.mapping(obj.get("spec"), "spec")
     _refuse_later_fields(ctx, spec, "spec", _LATER_SLICE_FIELDS)
     driver = _driver_name(
@@ -675,7 +718,8 @@ def _parse_resource_slice(obj: dict, where: str | None, strict: bool) -> Resourc
             f"Too many: {len(raw_devices)}: must have at most {MAX_DEVICES_PER_SLICE} items",
         )
     devices = tuple(
-        _device_of_shape(ctx, d, f"spec.devices[{i}]", per_device, strict)
+        _device_of_shape(ctx, d, f"spec.devices[{i}]", per_device, strict,
+                         shapes[i] if shapes else None)
         for i, d in enumerate(raw_devices)
     )
     counters = []
@@ -947,13 +991,16 @@ def _namespaced_key(r) -> str:
 # because upstream's allocator tests build such objects and assert how the
 # allocator meets them (the goldens).  Objects read as a cluster (the
 # ``OBJECT_KINDS`` loaders below) come from a real API server or are written
-# by hand: those shapes are refused there, with the API server's wording.
+# by hand: those shapes are refused there, with the API server's wording;
+# before them, a new object with a field the API does not have is refused
+# as the API server's strict decoding refuses it (``dra_fields``).
 
 
 def load_device_class(obj: dict, *, where: str | None = None) -> DeviceClassRecord:
     """``parse_device_class`` with the API server's checks (see above)."""
-    rec = parse_device_class(obj, where=where)
     ctx = identity(obj, "DeviceClass", False, where)[0]
+    refuse_unknown_fields(ctx, obj, "DeviceClass")
+    rec = parse_device_class(obj, where=where)
     check_device_class(ctx, obj.get("spec") or {}, stored_object(obj))
     return rec
 
@@ -966,8 +1013,9 @@ def load_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlice
 
 def load_resource_claim(obj: dict, *, where: str | None = None) -> ResourceClaimRecord:
     """``parse_resource_claim`` with the API server's checks (see above)."""
-    rec = parse_resource_claim(obj, where=where)
     ctx = identity(obj, "ResourceClaim", True, where)[0]
+    refuse_unknown_fields(ctx, obj, "ResourceClaim")
+    rec = parse_resource_claim(obj, where=where)
     stored = stored_object(obj)
     spec = obj.get("spec") or {}
     check_claim_spec(ctx, spec, "spec", stored)
@@ -986,8 +1034,9 @@ def load_resource_claim_template(
     obj: dict, *, where: str | None = None
 ) -> ResourceClaimTemplateRecord:
     """``parse_resource_claim_template`` with the API server's checks."""
-    rec = parse_resource_claim_template(obj, where=where)
     ctx = identity(obj, "ResourceClaimTemplate", True, where)[0]
+    refuse_unknown_fields(ctx, obj, "ResourceClaimTemplate")
+    rec = parse_resource_claim_template(obj, where=where)
     spec = obj.get("spec") or {}
     check_template_metadata(ctx, spec.get("metadata") or {})
     check_claim_spec(ctx, spec.get("spec") or {}, "spec.spec", stored_object(obj))

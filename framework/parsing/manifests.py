@@ -93,7 +93,8 @@ from tensorsched.framework.records.dra_records import (
     ResourceSliceRecord,
 )
 from .node_selectors import check_node_selector_term
-from .pod_claims import parse_pod_claims
+from .pod_claims import (parse_pod_claims, refuse_unknown_pod_claim_fields,
+                         unknown_field_warnings)
 from .pod_names import check_host_port, check_port_names, check_volume_mounts
 from .pod_templates import PodTemplates
 from .podgroups import PodGroup, is_coscheduling_pod_group, parse_pod_group
@@ -985,6 +986,7 @@ def parse_pod(obj: dict, *, where: str | None = None) -> PodRecord:
     set), in-place resize status, DRA claims.  ``spec.resources`` is ignored.
     """
     ctx, meta, namespace, name = identity(obj, "Pod", True, where)
+    refuse_unknown_pod_claim_fields(ctx, obj)   # strict decoding first, as the API server
     # The helpers run in field order so the first bad field is the one reported.
     metadata = _pod_metadata(ctx, meta)
     spec = ctx.mapping(obj.get("spec"), "spec")
@@ -1173,6 +1175,7 @@ def ignored_kinds_warning(objects: Objects) -> str | None:
         noun = "object" if total == 1 else "objects"
         lines.append(f"warning: ignored {total} {noun} of an apiVersion tensorsched does not "
                      "read: " + "; ".join(parts))
+    lines += unknown_field_warnings(objects)    # stored objects' fields not modelled
     return "\n".join(lines) or None
 
 

@@ -8,6 +8,12 @@ a ResourceClaimTemplate from which one claim per pod is generated
 (``resourceClaimTemplateName``; the generated claim's name is recorded in
 ``status.resourceClaimStatuses``).  Containers refer to those names; a
 reference to a name the pod does not list is invalid.
+
+Before any of that, a new pod (no ``metadata.resourceVersion``) whose
+claim entries have a field the API does not have is refused as the API
+server's strict decoding refuses it (``strict decoding error: unknown field
+"spec.resourceClaims[0].resourceClaimname"``); a stored pod's are warned of
+(:mod:`.dra_fields`).
 """
 
 from __future__ import annotations
@@ -16,6 +22,9 @@ import json
 import re
 from dataclasses import dataclass
 
+# strict decoding of a pod's claims, and the warnings of stored objects'
+# unknown fields: read with the pod's claims (``manifests``)
+from .dra_fields import refuse_unknown_pod_claim_fields, unknown_field_warnings
 from .meta import (
     DNS1123_LABEL_FMT,
     ObjectContext,
@@ -25,7 +34,8 @@ from .meta import (
     join_path,
 )
 
-__all__ = ["PodClaim", "parse_pod_claims", "claim_statuses"]
+__all__ = ["PodClaim", "parse_pod_claims", "claim_statuses", "refuse_unknown_pod_claim_fields",
+           "unknown_field_warnings"]
 
 _DNS1123_LABEL_RE = re.compile(DNS1123_LABEL_FMT)
 _DNS1123_LABEL_MAX = 63
