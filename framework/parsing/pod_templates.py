@@ -113,8 +113,10 @@ def template_key(obj) -> bytes | None:
         return None
     g = spec.get
     try:
+        # stored or new: a new pod's claim entries are decoded strictly
         return marshal.dumps((obj.get("kind"), meta.get("namespace"), meta.get("labels"),
-                              meta.get("ownerReferences"), containers, init,
+                              meta.get("ownerReferences"), bool(meta.get("resourceVersion")),
+                              containers, init,
                               list(map(g, SPEC_KEYS)), read_volumes(g("volumes"))), 0)
     except (ValueError, TypeError, RecursionError):
         return None         # a type marshal refuses (subclass, object...): parse alone
@@ -154,7 +156,7 @@ def _cheap_key(obj, meta: dict, spec: dict) -> bytes | None:
     g = meta.get
     try:
         return _dumps((obj.get("kind"), g("namespace"), g("labels"), g("ownerReferences"),
-                       g("annotations"), spec), 0)
+                       g("annotations"), bool(g("resourceVersion")), spec), 0)
     except (ValueError, TypeError, RecursionError):
         return None
 

@@ -455,3 +455,18 @@ def test_device_shapes_checked_once_still_refuse_an_unknown_field():
     del stored["metadata"]["resourceVersion"]
     with pytest.raises(ManifestError, match=r'"spec.devices\[0\].Taints"'):
         parse_objects([stored])
+
+
+def test_a_new_pod_sharing_a_stored_pods_template_is_still_decoded_strictly():
+    """Pods of one template share a parse; a stored pod's unknown claim
+    field (warned) must not let a new pod with the same spec through."""
+    stored, new = pod(), pod()
+    for p, name in ((stored, "a"), (new, "b")):
+        p["metadata"]["name"] = name
+        p["spec"]["resourceClaims"][0]["resourceClaimtemplateName"] = "t"
+    stored["metadata"]["resourceVersion"] = "7"
+    with pytest.raises(ManifestError, match=r'Pod ml/b: strict decoding error: unknown field '
+                                            r'"spec.resourceClaims\[0\].resourceClaimtemplate'):
+        parse_objects([stored, new])
+    got = parse_objects([stored])
+    assert "resourceClaimtemplateName" in ignored_kinds_warning(got)
