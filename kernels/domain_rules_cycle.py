@@ -15,7 +15,9 @@ On the device (``DeviceRuleTable``) a rule set keeps the domain ids
 their journal (``RuleSums.changed_since``): a cycle sends the thresholds
 (R numbers) and the sums of the domains that moved since the cycle before,
 in one copy, and the pick's launch writes them before it scans.  So the
-host's share of a cycle is O(R + changed domains), not O(N).
+host's share of a cycle is O(R + changed domains), not O(N).  The numba
+backend's cycle keeps the same on the host (``HostRuleTable``) for its
+compiled scan of the row cache (``fused.cycle.scan_in_order``).
 
 What has this form (a plugin's ``cycle_rules(ctx)``): PodTopologySpread's
 DoNotSchedule constraints, every field of them (minDomains and the node
