@@ -4,7 +4,9 @@ thread of a block runs over its chunk of evaluation positions.
 Plain scalar code compiled like ``fused._core`` on top of its compiled
 rules (``slot_score``, ``tie_key``, ``tie_rank``, ``rule_fails_row``
 resolve to the same target's): ``_cuda_cycle`` calls it from a one-block kernel, ``cycle`` from
-a host twin that runs the chunks one after another.  The answer is the
+a host twin that runs the chunks one after another, and from the numba
+backend's one-thread scan that stops at the ``num_to_find``-th feasible row
+(``scan_in_order`` then ``best_in_order``: the same answer).  The answer is the
 numba backend's ``finalize_rows`` followed by the tie rule
 (``ties.pick_tied`` among its tied rows): the same rows scanned, the same
 maxima, the same totals, the same pick.
