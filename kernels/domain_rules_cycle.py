@@ -15,7 +15,9 @@ On the device (``DeviceRuleTable``) a rule set keeps the domain ids
 their journal (``RuleSums.changed_since``): a cycle sends the thresholds
 (R numbers) and the sums of the domains that moved since the cycle before,
 in one copy, and the pick's launch writes them before it scans.  So the
-host's share of a cycle is O(R + changed domains), not O(N).
+host's share of a cycle is O(R + changed domains), not O(N).  The numba
+backend's cycle keeps the same on the host (``HostRuleTable``) for its
+compiled scan of the row cache (``fused.cycle.scan_in_order``).
 
 What has this form (a plugin's ``cycle_rules(ctx)``): PodTopologySpread's
 DoNotSchedule constraints, every field of them (minDomains and the node
@@ -139,6 +141,56 @@ def set_key(rules: Sequence[CycleRule]) -> tuple:
     array and counts object, and which answers fail."""
     return tuple((id(x.domp1), x.counts.serial, bool(x.fail_absent), bool(x.fail_above),
                   bool(x.fail_not_above)) for x in rules)
+
+
+class HostRuleTable:
+    """One rule set stacked for the numba backend's pick
+    (``fused.cycle.pick_in_order``), kept between cycles: ``rules``
+    (``HostRules``) holds the domain ids over at least ``n_rows`` rows
+    (stacked once) and a copy of the counts that follows their journal as
+    ``DeviceRuleTable``'s does (``current``: the sums of the domains that
+    moved since the last cycle, and the thresholds), so a cycle costs the
+    host O(R + changed domains), not a stack of [R, N] ids."""
+
+    def __init__(self, rules: Sequence[CycleRule], n_rows: int):
+        self.rules = host_rules(rules, n_rows)
+        self.key = set_key(rules)
+        self._held = tuple((x.domp1, x.counts) for x in rules)  # the ids in ``key`` stay theirs
+        self.n_rows = self.rules.domp1.shape[1]
+        self.width = self.rules.sums.shape[1]
+        self.versions = [int(x.counts.version) for x in rules]
+        self.sums_copied = int(sum(x.counts.sums.shape[0] for x in rules))
+
+    def holds(self, rules: Sequence[CycleRule], n_rows: int) -> bool:
+        """Whether this table is ``rules``' (the same arrays and counts, no
+        more domains than it was built with) over at least ``n_rows`` rows."""
+        return n_rows <= self.n_rows and len(rules) == len(self._held) and all(
+            x.domp1 is a and x.counts is c and c.sums.shape[0] <= self.width
+            for x, (a, c) in zip(rules, self._held))
+
+    def current(self, rules: Sequence[CycleRule]) -> tuple:
+        """(``rules`` as ``HostRules`` now, K domain sums copied): the
+        thresholds written and the sums of the K domains that moved since
+        the last call (every domain of a rule whose journal no longer
+        reaches its last version).  ``rules`` must be ``holds``-equal."""
+        host = self.rules
+        k = 0
+        for i, x in enumerate(rules):
+            host.thr[i] = x.thresh
+            ds = x.counts
+            if ds.version == self.versions[i]:
+                continue
+            got = ds.changed_since(self.versions[i])
+            self.versions[i] = int(ds.version)
+            if got is None:
+                d = ds.sums.shape[0]
+                host.sums[i, :d] = ds.sums
+                k += d
+            elif got.shape[0]:
+                host.sums[i, got] = ds.sums[got]
+                k += got.shape[0]
+        self.sums_copied += k
+        return host, k
 
 
 class DeviceRuleTable:

@@ -4,7 +4,9 @@ thread of a block runs over its chunk of evaluation positions.
 Plain scalar code compiled like ``fused._core`` on top of its compiled
 rules (``slot_score``, ``tie_key``, ``tie_rank``, ``rule_fails_row``
 resolve to the same target's): ``_cuda_cycle`` calls it from a one-block kernel, ``cycle`` from
-a host twin that runs the chunks one after another.  The answer is the
+a host twin that runs the chunks one after another, and from the numba
+backend's one-thread scan that stops at the ``num_to_find``-th feasible row
+(``scan_in_order`` then ``best_in_order``: the same answer).  The answer is the
 numba backend's ``finalize_rows`` followed by the tie rule
 (``ties.pick_tied`` among its tied rows): the same rows scanned, the same
 maxima, the same totals, the same pick.
@@ -204,3 +206,79 @@ def pick_by_chunks(rows, start, reasons_by_row, raw_by_row, num_to_find, sparams
     out[1] = processed
     out[2] = found
     out[3] = best[2]
+
+
+
+
+
+def scan_in_order(rows, start, reasons_by_row, raw_by_row, num_to_find, sparams, ext, feas,
+                  out, n_rules, r_domp1, r_sums, r_params, r_thr):
+    """The first half of ``pick_by_chunks``'s answer from one thread that
+    stops where the ``num_to_find``-th feasible row is: each row tested
+    once (its cached reasons, then the rules) and the feasible positions
+    kept in ``feas`` [>= M]; then, slot by slot (the inactive ones
+    skipped), the extremes over those rows into ``ext`` [2 S] (finished
+    for ``slot_score``); out[1], out[2] = rows processed, feasible found
+    (no count of the rows past the stop).  The numba backend's cycle with
+    per-domain rules."""
+    m = rows.shape[0]
+    n_slots = raw_by_row.shape[1]
+    start_extremes(sparams, n_slots, ext)
+    found = 0
+    processed = m
+    for j in range(m):
+        if row_feasible(position_row(rows, start, j), reasons_by_row, n_rules, r_domp1, r_sums,
+                        r_params, r_thr):
+            feas[found] = j
+            found += 1
+            if found == num_to_find:
+                processed = j + 1
+                break
+    for s in range(n_slots):
+        if sparams[0, s] == 0 or sparams[1, s] == 0:
+            continue
+        hi = ext[s]
+        lo = ext[n_slots + s]
+        for f in range(found):
+            v = raw_by_row[position_row(rows, start, feas[f]), s]
+            if v > hi:
+                hi = v
+            if -v > lo:
+                lo = -v
+        ext[s] = hi
+        if sparams[1, s] == MINMAX:
+            ext[n_slots + s] = lo
+    extremes_finish(sparams, n_slots, ext)
+    out[1] = processed
+    out[2] = found
+
+
+def best_in_order(rows, start, feas, found, total_by_row, use_totals, raw_by_row, sparams, ext,
+                  seed_mix, pods_src, pods_at, out):
+    """The second half: among the ``found`` feasible positions ``feas``,
+    the largest total (``total_by_row[row]`` when ``use_totals``, a cache
+    kept under these extremes, else ``row_total`` under ``ext``), then the
+    largest tie rank, then the lower row (the order of ``tie_key``; a rank
+    is computed only for a row at the running largest total); out[0],
+    out[3] = its row and position (-1, -1 when none)."""
+    top = -1
+    best_rank = -1
+    best_row = -1
+    best_j = -1
+    for f in range(found):
+        j = feas[f]
+        i = position_row(rows, start, j)
+        if use_totals:
+            t = total_by_row[i]
+        else:
+            t = row_total(i, raw_by_row, sparams, ext)
+        if t < top:
+            continue
+        rank = tie_rank(seed_mix, i, pods_src[i, pods_at])  # noqa: F821
+        if t > top or rank > best_rank or (rank == best_rank and i < best_row):
+            top = t
+            best_rank = rank
+            best_row = i
+            best_j = j
+    out[0] = best_row
+    out[3] = best_j

@@ -279,6 +279,14 @@ class NumbaBackend:
         self._mix_static = None           # see _partial
         self.rows_recomputed = 0
         self.caches_adopted = 0     # row caches kept for an equal recompiled query
+        # placement cycles whose host filters the pick answered as
+        # per-domain rules (``_rules_pick``) and the domain sums they copied
+        self.rule_picks = 0
+        self.domain_sums_copied = 0
+        self._rule_tables: OrderedDict = OrderedDict()   # ``_rule_table``'s
+        self._cycle = None                  # ``fused.cycle``: compiled when first used
+        self._pick_scratch = None
+        self._sparams: dict = {}
         _warm_numba(self._k)
 
     def use_user_functions(self, filters, scores, first_bit, first_slot) -> None:
@@ -580,6 +588,18 @@ class NumbaBackend:
 
     def evaluate(self, source: ColumnSource, rows, start, q, num_to_find, active, norm, weights,
                  n_slots, extra=None, want_scores=True, seed=None) -> StageResult:
+        """One cycle from the query's row cache.  A placement whose host
+        filters all have per-domain rules (``extra.cycle_rules()``, as the
+        cuda backend takes them) is picked with the rules tested in the
+        compiled scan (``_rules_pick``), the host filters not run."""
+        if (extra is not None and not want_scores and seed is not None and rows.shape[0] > 0
+                and getattr(extra, "cycle_rules", None) is not None):
+            rules = extra.cycle_rules()
+            if rules is not None:
+                got = self._rules_pick(source, rows, start, q, num_to_find, active, norm,
+                                       weights, n_slots, seed, rules)
+                if got is not None:
+                    return got
         cols = source.columns()
         if extra is not None:
             # Array user plugins need positional arrays: the built-in part
@@ -646,6 +666,85 @@ class NumbaBackend:
         # scores_out is reused across cycles and written only when asked for.
         return StageResult(reasons, scores_out if want_scores else None, total,
                            ties, processed, found)
+
+    def _rules_pick(self, source: ColumnSource, rows, start, q, num_to_find, active, norm,
+                    weights, n_slots, seed, rules) -> StageResult | None:
+        """A placement cycle whose host filters all have a per-domain form
+        (``rules``: ``domain_rules_cycle.CycleRule``) picked in one compiled
+        scan of the row cache (``cycle.scan_in_order``: each scanned row's
+        cached reasons, then the rules, ``_core.rule_fails_row``; stopping
+        at the ``num_to_find``-th feasible row) and one pass over the
+        feasible rows it kept (``cycle.best_in_order``: their totals from
+        the cache ``_partial`` keeps by row), as the cuda backend's device
+        pick: the host's work is the rules' thresholds and the domain sums
+        moved since the last cycle (``_rule_table``), not the filters over
+        every node and the gather.  ``ties`` is the picked
+        position alone.  None (the caller runs the host filters, whose
+        reasons the diagnosis reads) when no scanned row is feasible."""
+        if self._cycle is None:
+            from . import cycle as _cycle       # numba: compiled when first used
+            self._cycle = _cycle
+        cols = source.columns()
+        n = cols.allocatable.shape[0]
+        c = self._row_cache(source, cols, q, n_slots)
+        host, k = self._rule_table(rules, n).current(rules)
+        self.domain_sums_copied += k
+        scratch = self._pick_scratch
+        if (scratch is None or scratch[0].shape[0] < 2 * n_slots
+                or scratch[1].shape[0] < rows.shape[0]):
+            scratch = self._pick_scratch = self._cycle.pick_scratch(
+                max(rows.shape[0], n), n_slots)
+        sparams, minmax = self._slot_params(active, norm, weights, n_slots)
+        self._cycle.scan_in_order(rows, start, c.reasons, c.raw, num_to_find, sparams, host,
+                                  scratch)
+        totals = None
+        if not minmax:
+            # the totals by row kept while these extremes stay (``_partial``,
+            # the host-plugin path's cache; a min-max slot is not in it)
+            fkey = ((), n_slots)
+            from_pos = self._from_pos.get(fkey)
+            if from_pos is None:
+                from_pos = self._from_pos[fkey] = np.zeros(n_slots, np.bool_)
+            totals = self._partial(c, cols, active, norm, weights, from_pos,
+                                   scratch[0][:n_slots])
+        out = self._cycle.best_in_order(rows, start, c.raw, sparams, mix_of_seed(seed),
+                                        cols.requested, L.RES_PODS, scratch, totals)
+        self.rule_picks += 1
+        row, processed, found, pos = (int(v) for v in out[:4])
+        if row < 0:
+            return None
+        return StageResult(None, None, None, np.array([pos], np.int64), processed, found)
+
+    def _rule_table(self, rules, n: int):
+        """The stacked copy of ``rules`` (``domain_rules_cycle.HostRuleTable``)
+        over the ``n`` rows of the row cache, kept per rule set (its
+        domain-id arrays and counts objects; the sums it copied whole
+        counted in ``domain_sums_copied``)."""
+        key = DRC.set_key(rules)
+        table = self._rule_tables.get(key)
+        if table is not None and table.holds(rules, n):
+            self._rule_tables.move_to_end(key)
+            return table
+        table = DRC.HostRuleTable(rules, n)
+        self._rule_tables[key] = table
+        self.domain_sums_copied += table.sums_copied
+        while len(self._rule_tables) > CudaBackend.MAX_RULE_TABLES:
+            self._rule_tables.popitem(last=False)
+        return table
+
+    def _slot_params(self, active, norm, weights, n_slots) -> tuple:
+        """(``cycle.slot_params``, whether an active slot is min-max), one per
+        distinct value (looked up by the three arrays' bytes)."""
+        key = (n_slots, active.dtype.str, active.tobytes(), norm.dtype.str, norm.tobytes(),
+               weights.dtype.str, weights.tobytes())
+        got = self._sparams.get(key)
+        if got is None:
+            sp = self._cycle.slot_params(active, norm, weights, n_slots)
+            got = self._sparams[key] = (sp, bool(np.any((sp[0] != 0)
+                                                        & (sp[1] == L.NORM_MINMAX))))
+            while len(self._sparams) > self.MAX_CACHED_QUERIES:
+                self._sparams.pop(next(iter(self._sparams)))
+        return got
 
     def place_run_sorted(self, source: ColumnSource, rows, start, q, num_to_find, active, norm,
                          weights, n_slots, count, seed, attempt, request, nonzero, register,

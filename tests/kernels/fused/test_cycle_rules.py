@@ -1,6 +1,7 @@
 """PodTopologySpread's DoNotSchedule filter and InterPodAffinity's filter
 answered by the cuda backend's one-at-a-time pick (``domain_rules_cycle``;
-Numba's CUDA simulator in CI, the device on a GPU machine): the pick with
+Numba's CUDA simulator in CI, the device on a GPU machine) and by the numba
+backend's compiled scan (``cycle.pick_in_order``): the pick with
 per-domain rules is the pick over the host filter's answers (the kernel,
 its numba twin), placements are the numpy and numba backends' on random
 clusters with random spread constraints and required pod (anti-)affinity
@@ -20,7 +21,6 @@ from tensorsched.kernels import domain_rules_cycle as DRC
 from tensorsched.kernels.fused import cycle
 from tensorsched.kernels.fused.ties import seed_mix
 
-pytestmark = [pytest.mark.cudasim, needs_cuda]
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -88,6 +88,8 @@ def _case(draw):
             draw(st.integers(0, n - 1)), draw(st.integers(0, n)), draw(st.integers(0, 99)))
 
 
+@pytest.mark.cudasim
+@needs_cuda
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_case())
 def test_pick_with_rules_is_the_pick_over_the_filtered_rows(case):
@@ -198,6 +200,8 @@ def _play(objs, pods, backend, half, seed, batch):
     return [(b.pod, b.node) for b in out], be
 
 
+@pytest.mark.cudasim
+@needs_cuda
 @settings(max_examples=20, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(_scenario())
@@ -215,6 +219,8 @@ def test_spread_placements_equal_on_every_backend(scenario):
         assert got == want
 
 
+@pytest.mark.cudasim
+@needs_cuda
 def test_device_rules_are_taken_and_answer_as_numba():
     """DoNotSchedule-only spread pods one at a time: the cuda backend picks
     with the rules on the device (``rule_picks``), nothing of its row cache
@@ -238,6 +244,8 @@ def test_device_rules_are_taken_and_answer_as_numba():
     assert be.rows_downloaded == len(nodes)       # the pod that fits nowhere, once
 
 
+@pytest.mark.cudasim
+@needs_cuda
 def test_a_cycle_uploads_the_domains_that_moved_and_runs_no_host_filter():
     """After the first cycle, a spread cycle copies up exactly the domain
     sums that moved since the last (the placed pod's zone, and its host,
@@ -270,6 +278,8 @@ def test_a_cycle_uploads_the_domains_that_moved_and_runs_no_host_filter():
     assert be.rule_picks == len(pods) and be.rows_downloaded == 0
 
 
+@pytest.mark.cudasim
+@needs_cuda
 def test_required_anti_affinity_cycles_pick_on_the_device():
     """Pods with a required hostname anti-affinity to their own kind, one at
     a time: the pick answers InterPodAffinity's filter on the device (the
@@ -289,6 +299,8 @@ def test_required_anti_affinity_cycles_pick_on_the_device():
     assert be.rule_picks >= 6
 
 
+@pytest.mark.cudasim
+@needs_cuda
 def test_a_journal_no_longer_reaching_the_table_sends_every_domain():
     """Counts whose journal lost the table's version (``changed_since`` None)
     go up whole, as (domain, sum) pairs, and the device's copy is level;
@@ -319,3 +331,129 @@ def test_a_journal_no_longer_reaching_the_table_sends_every_domain():
         flat[got[2 + j]] = got[2 + k + j]
     assert flat.reshape(2, -1).tolist() == DRC.host_rules(rules).sums.tolist()
     assert got[:2].tolist() == [2, 1]
+
+
+# ------------------------------------------------------------ numba's scan
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_case())
+def test_numba_scan_with_rules_is_the_pick_over_the_filtered_rows(case):
+    """``pick_in_order`` (one scan stopping at the ``num_to_find``-th
+    feasible row, a ``HostRuleTable`` following the sums' moves) answers as
+    the chunked twin over reasons with the rules' failures folded in."""
+    reasons, raw, rules, moves, sp, start, to_find, seed = case
+    n = reasons.shape[0]
+    rows = np.arange(n, dtype=np.int64)
+    pods = np.zeros((n, 1), np.int64)
+    mix = seed_mix(seed)
+    table = DRC.HostRuleTable(rules, n)
+    for step in range(2):       # as built, then after the moves (the journal's domains)
+        if step:
+            for r, d, delta in moves:
+                ds = rules[r].counts
+                ds.bump(d % ds.sums.shape[0], delta)
+        want = cycle.pick(rows, start, _masked(reasons, rules), raw, to_find, sp, mix, pods, 0, 3)
+        assert table.holds(rules, n)
+        host, k = table.current(rules)
+        moved = {(r, d % rules[r].counts.sums.shape[0]) for r, d, _ in moves}
+        assert k == (len(moved) if step else 0)
+        assert host.sums.tolist() == DRC.host_rules(rules).sums.tolist()
+        got = cycle.pick_in_order(rows, start, reasons, raw, to_find, sp, mix, pods, 0, host)
+        assert got.tolist() == want.tolist()
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_scenario())
+def test_spread_placements_equal_on_numpy_and_numba(scenario):
+    """The random clusters and constraints of the test above, without the
+    cuda backend: numba's cycle with the rules in its scan (its totals
+    from the row cache's) places as numpy, one cycle a pod and in runs."""
+    objs, pods, half, seed = scenario
+    for batch in (False, True):
+        want, _ = _play(objs, pods, "numpy", half, seed, batch)
+        assert _play(objs, pods, "numba", half, seed, batch)[0] == want
+
+
+def test_host_table_copies_every_domain_when_the_journal_is_lost():
+    """Counts whose journal lost the table's version (``changed_since``
+    None) are copied whole; thresholds move with no sum copied; a table
+    does not hold counts that grew past its width."""
+    class Forgetful(_Sums):
+        def changed_since(self, version):
+            return None
+    sums = Forgetful([3, 0, 5, 1])
+    kept = _Sums([1, 1])
+    rules = [DRC.CycleRule(np.array([1, 2, 3, 4, 0], np.int64), sums, 2),
+             DRC.CycleRule(np.array([1, 1, 2, 2, 2], np.int64), kept, 0)]
+    table = DRC.HostRuleTable(rules, 5)
+    assert table.current(rules)[1] == 0
+    rules[1] = rules[1]._replace(thresh=1)
+    host, k = table.current(rules)
+    assert k == 0 and host.thr.tolist() == [2, 1]
+    sums.bump(2, 1)
+    kept.bump(0, 1)
+    host, k = table.current(rules)
+    assert k == 4 + 1
+    assert host.sums.tolist() == DRC.host_rules(rules).sums.tolist()
+    assert table.holds(rules, 5) and not table.holds(rules, 6)
+    sums.sums = np.zeros(9, np.int64)
+    assert not table.holds(rules, 5)
+
+
+def _spread_spec(zone_skew=3):
+    return {"topologySpreadConstraints": [
+        {"maxSkew": zone_skew, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"app": "a"}}, "minDomains": 2},
+        {"maxSkew": 2, "topologyKey": HOST, "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"app": "a"}}}]}
+
+
+def test_numba_cycles_test_the_rules_in_the_compiled_scan():
+    """DoNotSchedule-only spread pods one at a time on numba: every cycle
+    picks with the rules in the compiled scan (``rule_picks``), the plugin
+    evaluates no node row on the host while a node is found, a cycle copies
+    the domain sums that moved (one zone and one host per constraint), and
+    the placements are numpy's; a pod that fits nowhere falls back to the
+    host filter (its rows evaluated there) and stays unplaced."""
+    nodes = [node_dict(f"n{i:02d}", cpu="2", labels={ZONE: f"z{i % 3}"} if i % 5 else None)
+             for i in range(15)]
+    pods = [pod_dict(f"p{i:02d}", cpu="500m", created=i, labels={"app": "a"},
+                     spec=_spread_spec(1)) for i in range(14)]
+    want, _ = _play(nodes, pods, "numpy", True, 3, False)
+    cluster = build_cluster(nodes, HALF)
+    fw = cluster.framework_for(parse_pod(pods[0]), "numba")
+    be, spread = fw.backend, fw.plugins["PodTopologySpread"]
+    sched = Scheduler(cluster, "numba", seed=3, batch=False)
+    got = [(b.pod, b.node) for b in sched.schedule_pending(pods[:1])[0]]
+    evaluated = spread.rows_evaluated
+    per_cycle = []
+    for p in pods[1:]:
+        before = be.domain_sums_copied
+        got += [(b.pod, b.node) for b in sched.schedule_pending([p])[0]]
+        per_cycle.append(be.domain_sums_copied - before)
+    assert spread.rows_evaluated == evaluated
+    assert be.rule_picks == len(pods), be.rule_picks
+    assert per_cycle == [2] * (len(pods) - 1), per_cycle
+    assert got == want and all(node for _, node in got)
+    huge = pod_dict("huge", cpu="64", created=99, labels={"app": "a"}, spec=_spread_spec(1))
+    assert [b.node for b in sched.schedule_pending([huge])[0]] == [None]
+    assert spread.rows_evaluated > evaluated
+    assert be.rule_picks > len(pods)
+
+
+def test_numba_required_anti_affinity_cycles_take_the_rules():
+    """Required hostname anti-affinity to their own kind, one at a time on
+    numba: the scan answers InterPodAffinity's filter (one pod a node,
+    then none placed) and places as numpy."""
+    term = {"labelSelector": {"matchLabels": {"app": "g"}}, "topologyKey": HOST}
+    spec = {"affinity": {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+    nodes = [node_dict(f"n{i:02d}", cpu="8", labels={ZONE: f"z{i % 2}"}) for i in range(6)]
+    pods = [pod_dict(f"p{i:02d}", cpu="100m", created=i, labels={"app": "g"}, spec=spec)
+            for i in range(8)]
+    want, _ = _play(nodes, pods, "numpy", False, 4, False)
+    got, be = _play(nodes, pods, "numba", False, 4, False)
+    assert got == want
+    assert [node for _, node in want].count(None) == 2
+    assert be.rule_picks >= 6
