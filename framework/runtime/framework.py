@@ -672,7 +672,8 @@ class Framework:
         ``run.cycle_rules()`` offers the host filters as per-domain rules
         (each filter's ``cycle_rules(ctx)``, ``kernels.domain_rules_cycle``)
         for a backend that tests them where it picks the node (the cuda
-        backend's device pick) instead of calling ``run``; None where some
+        backend's device pick, the numba backend's compiled scan) instead
+        of calling ``run``; None where some
         filter has no such form for this cycle or a score runs here."""
         def run(reasons, raw):
             # One compiled pass per plugin (kernels.domains.host); reasons and
