@@ -355,9 +355,9 @@ def _patch_machinery(clock: _Clock, mach: _Machinery) -> None:
     inside a kernel is the kernel's)."""
     import numba.cuda
     from numba.cuda.cudadrv import driver
-    from numba.cuda.simulator import api as SA
+    from numba.cuda.simulator import api as sim_api
     from numba.cuda.simulator.cudadrv import devicearray as DA
-    owners = {"module": numba.cuda, "array": DA.FakeCUDAArray, "stream": SA.stream,
+    owners = {"module": numba.cuda, "array": DA.FakeCUDAArray, "stream": sim_api.stream,
               "driver": driver}
 
     def counted(fn, kind, name):
@@ -392,14 +392,19 @@ def _stub_cycle_pick(clock: _Clock) -> None:
     storm slows the host code after it: cold caches), so the host's own
     work is timed as a GPU's host would do it.  Counted as a launch; the
     placements are not the workload's."""
-    from tensorsched.kernels.fused import _cuda_cycle
+    # by name, as ``ITEMS``: the launcher is the cuda backend's own
+    launcher = importlib.import_module("tensorsched.kernels.fused._cuda_cycle")
 
     def stand_in(n_rows, staged, k, packs, qbuf, rows, reasons_by_row, raw_by_row, sparams,
                  start, num_to_find, seed_mix, pods_at, out):
         clock.launches += 1
-        got = min(int(num_to_find), int(n_rows))
-        out._ary[:4] = (rows._ary[start], got, got, 0)
-    _cuda_cycle.launch_cycle_pick = stand_in
+        clock.depth += 1            # as inside a kernel: its reads and writes are not calls
+        try:
+            got = min(int(num_to_find), int(n_rows))
+            out[:4] = (int(rows[start]), got, got, 0)
+        finally:
+            clock.depth -= 1
+    launcher.launch_cycle_pick = stand_in
 
 
 def _p50(xs: list) -> float | None:
