@@ -36,6 +36,20 @@ process, alternated) named ``numba-{base,after}-WORKLOAD-ROUND.json``:
 their p50 latency and CPU seconds beside each other (``numba_rounds``),
 to show the CPU path is not slower.
 
+``--no-items`` (a ``-nobatch`` workload, ``--backend cuda|numba``): the
+whole cycle's host work without the items' tracing (``run_totals``): the
+scheduling thread's CPU a cycle with the kernels, the simulator's array
+machinery (allocations, copies, device array views, syncs: a GPU's
+driver calls, counted a cycle) and the collector taken out; per cycle
+medians of that, of ``evaluate``'s share and of the framework's rest.
+The simulator's block of threads leaves the host's caches cold for the
+code after a launch (the numba backend's framework share doubles with a
+like thread storm after each cycle), so ``--stub-kernel`` replaces the
+placement cycle's launch by a host stand-in (other placements, the same
+host path): the host's own work as a GPU's host would do it.  ``--combine``
+puts ``totals-{base,after}-{cuda,cuda-stub,numba}-WORKLOAD-ROUND.json``
+records beside each other (``totals_rounds``).
+
 Before/after: this file run as a script by the base tree's interpreter
 (``base-WORKLOAD-ROUND.json``) and by this tree's (``after-...``), each
 run its own process, then ``--combine``.
@@ -49,6 +63,7 @@ import re
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 import argparse      # noqa: E402
+import gc            # noqa: E402
 import importlib     # noqa: E402
 import json          # noqa: E402
 import time          # noqa: E402
@@ -188,6 +203,8 @@ def _patch_kernels(clock: _Clock) -> None:
     DA.FakeCUDAArray.copy_to_host = counted(down, "down")
     import numba.cuda
     numba.cuda.to_device = DA.to_device
+    from numba.cuda.cudadrv import driver       # a prefix's copy (no device view)
+    driver.host_to_device = counted(driver.host_to_device, "up")
 
 
 def _wrap_items(clock: _Clock, totals: dict) -> None:
@@ -305,6 +322,243 @@ def run(workload: str, nodes: int, pods: int) -> dict:
     }
 
 
+# The simulator's array machinery (``--no-items``): (kind, owner, name);
+# owner "module" is ``numba.cuda`` (the simulator's, as the backends call
+# it), "array" its ``FakeCUDAArray``, "stream" its ``stream``, "driver"
+# its ``cudadrv.driver`` (copies of a prefix).  On a GPU
+# each of these is a driver call (or a device array object's Python):
+# an allocation, a copy each way, a view of a device array, a sync.
+MACHINERY = (
+    ("alloc", "module", "device_array"), ("alloc", "module", "device_array_like"),
+    ("alloc", "module", "pinned_array"), ("alloc", "module", "pinned_array_like"),
+    ("alloc", "module", "mapped_array"),
+    ("up", "module", "to_device"), ("up", "array", "copy_to_device"),
+    ("down", "array", "copy_to_host"),
+    ("up", "driver", "host_to_device"), ("down", "driver", "device_to_host"),
+    ("view", "array", "__getitem__"),
+    ("sync", "module", "synchronize"), ("sync", "stream", "synchronize"),
+)
+
+
+class _Machinery:
+    """Calls of the simulator's array machinery by kind (outside kernels)
+    and the scheduling thread's CPU seconds inside them; ``to_device``
+    counts as an allocation and a copy up."""
+
+    KINDS = ("alloc", "up", "down", "view", "sync")
+
+    def __init__(self):
+        self.calls = dict.fromkeys(self.KINDS, 0)
+        self.seconds = 0.0
+        self.depth = 0
+
+    def snapshot(self) -> tuple:
+        return dict(self.calls), self.seconds
+
+
+def _patch_machinery(clock: _Clock, mach: _Machinery) -> None:
+    """Count and time ``MACHINERY`` (``_patch_kernels`` first: a call
+    inside a kernel is the kernel's)."""
+    import numba.cuda
+    from numba.cuda.cudadrv import driver
+    from numba.cuda.simulator import api as sim_api
+    from numba.cuda.simulator.cudadrv import devicearray as DA
+    owners = {"module": numba.cuda, "array": DA.FakeCUDAArray, "stream": sim_api.stream,
+              "driver": driver}
+
+    def counted(fn, kind, name):
+        def inner(*a, **k):
+            if clock.depth or mach.depth:
+                return fn(*a, **k)
+            mach.depth += 1
+            t = time.thread_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                mach.seconds += time.thread_time() - t
+                mach.depth -= 1
+                mach.calls[kind] += 1
+                if name == "to_device" and k.get("to") is None and len(a) < 4:
+                    mach.calls["alloc"] += 1
+        return inner
+    for kind, owner, name in MACHINERY:
+        obj = owners[owner]
+        fn = getattr(obj, name, None)
+        if fn is not None:
+            setattr(obj, name, counted(fn, kind, name))
+    numba.cuda.simulator.to_device = numba.cuda.to_device
+    DA.to_device = numba.cuda.to_device
+
+
+def _stub_cycle_pick(clock: _Clock) -> None:
+    """Replace the placement cycle's launch (``_cuda_cycle.launch_cycle_pick``)
+    with a host stand-in that takes the first evaluated row (as if every row
+    were feasible and equal) and writes nothing else: the simulator's
+    block of threads does not run between the host's steps (its thread
+    storm slows the host code after it: cold caches), so the host's own
+    work is timed as a GPU's host would do it.  Counted as a launch; the
+    placements are not the workload's."""
+    # by name, as ``ITEMS``: the launcher is the cuda backend's own
+    launcher = importlib.import_module("tensorsched.kernels.fused._cuda_cycle")
+
+    def stand_in(n_rows, staged, k, packs, qbuf, rows, reasons_by_row, raw_by_row, sparams,
+                 start, num_to_find, seed_mix, pods_at, out):
+        clock.launches += 1
+        clock.depth += 1            # as inside a kernel: its reads and writes are not calls
+        try:
+            got = min(int(num_to_find), int(n_rows))
+            out[:4] = (int(rows[start]), got, got, 0)
+        finally:
+            clock.depth -= 1
+    launcher.launch_cycle_pick = stand_in
+
+
+def _p50(xs: list) -> float | None:
+    """The median of seconds ``xs`` in microseconds (None: none)."""
+    return round(float(np.median(xs)) * 1e6, 1) if xs else None
+
+
+def run_totals(workload: str, nodes: int, pods: int, backend: str = "cuda",
+               stub_kernel: bool = False) -> dict:
+    """A one-at-a-time cycle's whole host work without the items
+    (``--no-items``): the scheduling thread's CPU microseconds a cycle
+    over the timed run (``Scheduler.schedule_pending``: queue, cycle,
+    assume, bind), with the cuda backend's kernels and the simulator's
+    array machinery (``MACHINERY``) taken out and counted: what a GPU's
+    host would still do.  Only ``Framework.run_cycle`` (a counter) and the
+    backend's ``evaluate`` (its share, timed) are wrapped.  For the numba
+    backend the same totals (no device calls): ``framework_us`` (the
+    cycle less ``evaluate``) is its framework share."""
+    from tensorsched.bench.harness import record_stamp
+    from tensorsched.bench.workloads import BENCH_STAGES, run_workload
+    from tensorsched.framework.runtime.framework import Framework
+    from tensorsched.framework.scheduler.scheduler import Scheduler
+    from tensorsched.kernels.fused import backends as FB
+    clock, mach = _Clock(), _Machinery()
+    if backend == "cuda":
+        _patch_kernels(clock)
+        _patch_machinery(clock, mach)
+        if stub_kernel:
+            _stub_cycle_pick(clock)
+    go = {"on": False}
+    acc = {"cycles": 0, "total": 0.0, "kernel": 0.0, "mach": 0.0, "launches": 0,
+           "calls": dict.fromkeys(_Machinery.KINDS, 0), "eval": 0.0, "eval_kernel": 0.0,
+           "eval_mach": 0.0, "gc": 0.0, "gc_at": 0.0}
+
+    def gc_clock(phase, _info):
+        # the collector's time apart: the simulator's kernels leave garbage
+        # (thread objects, frames) that a GPU's launch does not
+        if not go.get("in") or clock.depth:
+            return
+        if phase == "start":
+            acc["gc_at"] = time.thread_time()
+        else:
+            acc["gc"] += time.thread_time() - acc["gc_at"]
+    gc.callbacks.append(gc_clock)
+    pending, cycle = Scheduler.schedule_pending, Framework.run_cycle
+    evaluate = (FB.CudaBackend if backend == "cuda" else FB.NumbaBackend).evaluate
+
+    def timed_pending(self, *a, **k):
+        if not go["on"]:
+            return pending(self, *a, **k)
+        calls0, m0 = mach.snapshot()
+        k0, l0, t0 = clock.kernel, clock.launches, time.thread_time()
+        go["in"] = True
+        try:
+            return pending(self, *a, **k)
+        finally:
+            go["in"] = False
+            acc["total"] += time.thread_time() - t0
+            acc["kernel"] += clock.kernel - k0
+            acc["launches"] += clock.launches - l0
+            acc["mach"] += mach.seconds - m0
+            for kind, v in mach.calls.items():
+                acc["calls"][kind] += v - calls0[kind]
+
+    def counted_cycle(self, *a, **k):
+        if go["on"]:
+            acc["cycles"] += 1
+        return cycle(self, *a, **k)
+
+    def sampled_head(self, *a, **k):
+        # one head popped and scheduled: its host microseconds outside the
+        # kernels, the machinery and the collector, and its evaluate's share
+        if not go.get("in"):
+            return head(self, *a, **k)
+        m0, k0, g0, e0 = (mach.seconds, clock.kernel, acc["gc"],
+                          acc["eval"] - acc["eval_kernel"] - acc["eval_mach"])
+        t0 = time.thread_time()
+        try:
+            return head(self, *a, **k)
+        finally:
+            took = (time.thread_time() - t0 - (mach.seconds - m0) - (clock.kernel - k0)
+                    - (acc["gc"] - g0))
+            ev = acc["eval"] - acc["eval_kernel"] - acc["eval_mach"] - e0
+            if ev:                      # a head that ran a cycle
+                samples.append((took, ev))
+    samples: list = []
+    head = Scheduler._schedule_head
+
+    def timed_evaluate(self, *a, **k):
+        if not go["on"]:
+            return evaluate(self, *a, **k)
+        m0, k0, t0 = mach.seconds, clock.kernel, time.thread_time()
+        try:
+            return evaluate(self, *a, **k)
+        finally:
+            acc["eval"] += time.thread_time() - t0
+            acc["eval_kernel"] += clock.kernel - k0
+            acc["eval_mach"] += mach.seconds - m0
+    Scheduler.schedule_pending = timed_pending
+    Scheduler._schedule_head = sampled_head
+    Framework.run_cycle = counted_cycle
+    (FB.CudaBackend if backend == "cuda" else FB.NumbaBackend).evaluate = timed_evaluate
+
+    def progress(stage):
+        if stage == BENCH_STAGES[1]:
+            go["on"] = True
+    rec = run_workload(workload.removesuffix("-nobatch"), nodes, pods, backend, batch=False,
+                       progress=progress)
+    n = max(acc["cycles"], 1)
+
+    def us(x):
+        return round(x * 1e6 / n, 1)
+    gc.callbacks.remove(gc_clock)
+    total = acc["total"]
+    outside = total - acc["kernel"] - acc["mach"] - acc["gc"]
+    return {
+        "workload": workload, "nodes": nodes, "pods": pods, "backend": rec["backend"],
+        "mode": "no-items" + (", cycle kernel stubbed" if stub_kernel else ""),
+        "simulator": os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" and backend == "cuda",
+        "cycles": acc["cycles"],
+        # thread CPU microseconds a cycle (schedule_pending over the cycles)
+        "cycle_us": us(total),
+        "kernels_us": us(acc["kernel"]),
+        "machinery_us": us(acc["mach"]),
+        "gc_us": us(acc["gc"]),
+        # what a GPU's host would still do: the cycle less the kernels, the
+        # simulator's array machinery (the driver calls counted below) and
+        # the collector (outside kernels)
+        "host_outside_machinery_us": us(outside),
+        "evaluate_us": us(acc["eval"] - acc["eval_kernel"] - acc["eval_mach"]),
+        "framework_us": us(outside - (acc["eval"] - acc["eval_kernel"] - acc["eval_mach"])),
+        # per cycle (a head popped and scheduled), medians: a loaded machine's
+        # slow cycles weigh less than in the means above
+        "per_cycle_p50_us": {
+            "host_outside_machinery": _p50([h for h, _ in samples]),
+            "evaluate": _p50([e for _, e in samples]),
+            "framework": _p50([h - e for h, e in samples])},
+        "device_calls_per_cycle": {"launches": round(acc["launches"] / n, 2),
+                                   **{k: round(v / n, 2) for k, v in acc["calls"].items()}},
+        "p50_us": rec.get("p50_us"), "cpu_seconds": rec.get("cpu_seconds"),
+        "placements_sha256": rec.get("placements_sha256"),
+        **({"device_counters_per_cycle": {k: round(v / n, 2) for k, v in
+                                          rec["device_counters"].items()}}
+           if rec.get("device_counters") else {}),
+        **record_stamp(0),
+    }
+
+
 def _probe_table_work(items: dict) -> float | None:
     """The host microseconds of the probes' tables (built and compared, or
     kept and updated, and sent): ``device_counts`` less the probe and the
@@ -409,6 +663,51 @@ def numba_rounds(paths: list) -> dict:
                 got = [r[side][k] for r in rounds if r[side][k] is not None]
                 w[f"{side}_{k}_median_of_rounds"] = (round(float(np.median(got)), 4)
                                                      if got else None)
+    return out
+
+
+def totals_rounds(paths: list) -> dict:
+    """The ``--no-items`` records beside each other: per backend label
+    (``cuda``: the simulator's kernels run, ``cuda-stub``: the cycle's
+    launch a host stand-in, ``numba``) and workload, the records named
+    ``totals-{base,after}-LABEL-WORKLOAD-ROUND.json`` (each its own
+    process, alternated); per side the medians over rounds of the per-cycle
+    medians (host outside the machinery, evaluate's share, the framework's)
+    and the device calls a cycle.  ``gap_us``: a side's cuda-stub host
+    outside the machinery less its numba framework share (what the cuda
+    cycle's host does beyond the framework numba's cycle shares)."""
+    out: dict = {}
+    for path in sorted(paths):
+        m = re.match(r"totals-(base|after)-(cuda-stub|cuda|numba)-(.+)-(\d+)\.json$",
+                     os.path.basename(path))
+        if not m:
+            continue
+        with open(path) as f:
+            rec = json.load(f)
+        w = out.setdefault(f"{m.group(2)} {m.group(3)}", {"rounds": {}})
+        w["rounds"].setdefault(int(m.group(4)), {})[m.group(1)] = {
+            k: rec.get(k) for k in ("cycles", "cycle_us", "kernels_us", "machinery_us", "gc_us",
+                                    "host_outside_machinery_us", "evaluate_us", "framework_us",
+                                    "per_cycle_p50_us", "device_calls_per_cycle",
+                                    "placements_sha256", "commit", "load")}
+    for w in out.values():
+        rounds = [r for r in w["rounds"].values() if "base" in r and "after" in r]
+        w["same_placements"] = all(r["base"]["placements_sha256"] ==
+                                   r["after"]["placements_sha256"] for r in rounds)
+        for side in ("base", "after"):
+            got = [r[side]["per_cycle_p50_us"] for r in rounds]
+            w[f"{side}_per_cycle_p50_us_median_of_rounds"] = {
+                k: round(float(np.median([g[k] for g in got])), 1)
+                for k in ("host_outside_machinery", "evaluate", "framework")} if got else None
+            w[f"{side}_device_calls_per_cycle"] = (rounds[-1][side]["device_calls_per_cycle"]
+                                                   if rounds else None)
+    for side in ("base", "after"):
+        for wl in {k.split(" ", 1)[1] for k in out}:
+            stub, numba = out.get(f"cuda-stub {wl}"), out.get(f"numba {wl}")
+            a = stub and stub.get(f"{side}_per_cycle_p50_us_median_of_rounds")
+            b = numba and numba.get(f"{side}_per_cycle_p50_us_median_of_rounds")
+            if a and b:
+                stub[f"{side}_gap_us"] = round(a["host_outside_machinery"] - b["framework"], 1)
     return out
 
 
@@ -523,8 +822,21 @@ def main(argv=None) -> int:
     ap.add_argument("--note", default="", help="a note kept in the combined record")
     ap.add_argument("--tables-ab", action="store_true",
                     help="the probes' tables before and after in one process (tables_ab)")
+    ap.add_argument("--no-items", action="store_true",
+                    help="a -nobatch workload's whole cycle, no items: kernels and the "
+                         "simulator's array machinery taken out and counted (run_totals)")
+    ap.add_argument("--backend", default="cuda", choices=("cuda", "numba"),
+                    help="with --no-items: the backend (numba: its framework share)")
+    ap.add_argument("--stub-kernel", action="store_true",
+                    help="with --no-items on cuda: the cycle's launch a host stand-in "
+                         "(_stub_cycle_pick: no simulator thread storm; other placements)")
     args = ap.parse_args(argv)
-    if args.tables_ab:
+    if args.no_items:
+        if not args.workload.endswith("-nobatch"):
+            ap.error("--no-items takes a -nobatch workload")
+        rec = run_totals(args.workload, args.nodes, args.pods, args.backend,
+                         args.stub_kernel)
+    elif args.tables_ab:
         rec = tables_ab(args.workload, args.nodes, args.pods)
     elif args.combine:
         from tensorsched.bench.harness import git_commit
@@ -532,6 +844,9 @@ def main(argv=None) -> int:
         numba = numba_rounds(args.combine)
         if numba:
             rec["numba_no_batch"] = numba
+        totals = totals_rounds(args.combine)
+        if totals:
+            rec["no_items"] = totals
     else:
         rec = run(args.workload, args.nodes, args.pods)
     text = json.dumps(rec, indent=1)

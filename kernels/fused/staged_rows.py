@@ -3,8 +3,8 @@
 A one-at-a-time cycle on the device needs the rows its row cache is behind
 on: their new columns in the device packs (``stage_args.pack_nodes``) and
 their reasons and raw scores recomputed.  ``stage`` finds them
-(``row_version`` > ``seen``, a compiled scan as the numba backend's
-``dirty_rows``, unless the caller found them in the source's write log)
+(``row_version`` > ``seen``: from the source's write log when it can say,
+else a compiled scan as the numba backend's ``dirty_rows``)
 and writes, in the same compiled call, one int64 buffer
 holding everything the device needs, so the cycle pays one host-to-device
 copy however many packs there are:
@@ -32,12 +32,37 @@ from tensorsched.kernels._compile import compile_source
 from . import stage_args as SA
 
 _TEMPLATE = """
-def stage_rows(row_version, n, seen, cap, out, found, n_found, {params}):
+def stage_rows(row_version, n, seen, cap, out, found, n_found, log_rows, log_versions,
+               log_length, log_floor, {params}):
+    k = -1
     if n_found >= 0:
         k = n_found
         for j in range(min(k, cap)):
             out[j] = found[j]
-    else:
+    elif n_found == -2 and seen >= log_floor:
+        # from the write log, as _core.logged_rows: the entries after
+        # ``seen`` whose version is still their row's, each row once,
+        # ascending in out[:k] (no more entries than ``cap``: else the scan)
+        lo = 0
+        hi = log_length
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if log_versions[mid] > seen:
+                hi = mid
+            else:
+                lo = mid + 1
+        if log_length - lo <= cap:
+            k = 0
+            for j in range(lo, log_length):
+                i = log_rows[j]
+                if log_versions[j] == row_version[i]:
+                    at = k
+                    while at > 0 and out[at - 1] > i:
+                        out[at] = out[at - 1]
+                        at -= 1
+                    out[at] = i
+                    k += 1
+    if k < 0:
         k = 0
         for i in range(n):
             if row_version[i] > seen:
@@ -101,18 +126,24 @@ _NONE_FOUND = np.zeros(1, np.int64)
 
 
 def stage(row_version: np.ndarray, seen: int, cols: L.NodeColumns, out: np.ndarray,
-          cap: int, found: np.ndarray | None = None, n_found: int = -1) -> int:
+          cap: int, found: np.ndarray | None = None, n_found: int = -1, log=None) -> int:
     """k, the rows among ``cols``' written after version ``seen``; when
     0 < k <= ``cap`` they are staged in ``out`` (module doc; ``out`` holds
     ``staged_size(cap, row_width(cols))`` values at least), else ``out``
     is left unspecified (more than ``cap``: the caller uploads otherwise).
-    ``found[:n_found]``: those rows, ascending, when the caller knows them
-    (a source's write log, ``fused._core.logged_rows``); n_found -1: a scan
-    of ``row_version`` finds them."""
+    ``found[:n_found]``: those rows, ascending, when the caller knows them;
+    else ``log``, the source's ``WriteLog``, finds them in the same compiled
+    call (as ``fused._core.logged_rows``) when it holds every write after
+    ``seen`` and at most ``cap`` entries after it; else (or n_found -1 and
+    no log) a scan of ``row_version`` finds them."""
     columns = cols if _FIELD_ORDER else (getattr(cols, n) for n in SA.NODE_NAMES)
+    if found is None and log is not None:
+        return int(_stage_rows(row_version, cols.allocatable.shape[0], seen, cap, out,
+                               _NONE_FOUND, -2, log.rows, log.versions, log.length,
+                               log.floor, *columns))
     return int(_stage_rows(row_version, cols.allocatable.shape[0], np.int64(seen),
                            np.int64(cap), out, _NONE_FOUND if found is None else found,
-                           np.int64(n_found), *columns))
+                           np.int64(n_found), _NONE_FOUND, _NONE_FOUND, 0, 0, *columns))
 
 
 def unstage(staged: np.ndarray, k: int, widths: tuple[int, int, int]) -> tuple:

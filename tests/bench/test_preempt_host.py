@@ -71,3 +71,34 @@ def test_combine_puts_the_numba_records_beside(tmp_path):
     got = rec["numba_no_batch"]["spread"]
     assert got["same_placements"] and got["base_p50_us_median_of_rounds"] == 150.0
     assert got["after_p50_us_median_of_rounds"] == 120.0
+
+
+def test_a_no_items_record_counts_a_cycles_device_calls(tmp_path):
+    """``--no-items``: a basic cycle's whole host work with the kernels and
+    the simulator's array machinery taken out, and its device calls: once
+    warm, one launch, at most one copy up, one back, no allocation and no
+    device array view; the numba backend's record has no device calls and
+    its framework share; ``--combine`` sets them beside each other."""
+    rec = _run(tmp_path, "--no-items", "--workload", "basic-nobatch", "--nodes", "12",
+               "--pods", "3")
+    assert rec["cycles"] == 3 and rec["kernels_us"] > 0
+    assert rec["per_cycle_p50_us"]["host_outside_machinery"] > 0
+    calls = rec["device_calls_per_cycle"]
+    assert calls["launches"] == 1 and calls["up"] <= 1 and calls["down"] == 1, calls
+    assert calls["alloc"] == 0 and calls["view"] == 0 and calls["sync"] == 0, calls
+    stub = _run(tmp_path, "--no-items", "--stub-kernel", "--workload", "basic-nobatch",
+                "--nodes", "12", "--pods", "3")
+    assert stub["kernels_us"] == 0 and stub["device_calls_per_cycle"]["launches"] == 1
+    numba = _run(tmp_path, "--no-items", "--backend", "numba", "--workload", "basic-nobatch",
+                 "--nodes", "12", "--pods", "3")
+    assert numba["backend"] == "numba" and not any(numba["device_calls_per_cycle"].values())
+    assert numba["placements_sha256"] == rec["placements_sha256"]
+    for side in ("base", "after"):
+        (tmp_path / f"totals-{side}-cuda-stub-basic-nobatch-1.json").write_text(
+            json.dumps(stub))
+        (tmp_path / f"totals-{side}-numba-basic-nobatch-1.json").write_text(json.dumps(numba))
+    got = _run(tmp_path, "--combine", *sorted(str(p) for p in tmp_path.glob("totals-*.json")))
+    w = got["no_items"]["cuda-stub basic-nobatch"]
+    assert w["same_placements"] and w["after_gap_us"] == round(
+        stub["per_cycle_p50_us"]["host_outside_machinery"]
+        - numba["per_cycle_p50_us"]["framework"], 1)

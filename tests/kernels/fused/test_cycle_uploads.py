@@ -59,6 +59,13 @@ class _Transfers:
         def copy_to_host(self, *a, **k):
             back.append(self.size)
             return real_back(self, *a, **k)
+        from numba.cuda.cudadrv import driver
+        real_h2d = driver.host_to_device
+
+        def host_to_device(dst, src, size, *a, **k):     # a prefix of ``dst``
+            up.append(size)
+            return real_h2d(dst, src, size, *a, **k)
+        monkeypatch.setattr(driver, "host_to_device", host_to_device)
         monkeypatch.setattr(cuda, "to_device", to_device)
         monkeypatch.setattr(device_type, "copy_to_device", copy_to_device)
         monkeypatch.setattr(device_type, "copy_to_host", copy_to_host)
@@ -129,6 +136,97 @@ def test_a_device_cycle_sends_one_staged_copy_launches_two_and_reads_four_number
     be._sync_columns(cluster.state)
     for f, host in zip(cluster.state.columns()._fields, cluster.state.columns()):
         assert (be.device_column(f) == host).all(), f
+
+
+class _DeviceCalls:
+    """The device API calls ``evaluate`` makes, per call: allocations
+    (device and pinned arrays, ``to_device``), device array views (an
+    object the driver's wrapper builds), copies each way, launches."""
+
+    KINDS = ("alloc", "view", "up", "back")
+
+    def __init__(self, be, monkeypatch):
+        from numba import cuda
+        self.calls = []
+        device_type = type(cuda.device_array(1))
+        got = dict.fromkeys(self.KINDS, 0)
+        inside = [0]            # in a counted call or a simulated kernel
+
+        def counted(fn, kind):
+            def inner(*a, **k):
+                if inside[0]:
+                    return fn(*a, **k)
+                got[kind] += 1
+                inside[0] += 1          # what the call does inside is its own
+                try:
+                    return fn(*a, **k)
+                finally:
+                    inside[0] -= 1
+            return inner
+        if device_type.__name__ == "FakeCUDAArray":        # Numba's CUDA simulator
+            from numba.cuda.simulator import kernel as sim
+            launch = sim.FakeCUDAKernel.__call__
+
+            def in_kernel(*a, **k):
+                inside[0] += 1
+                try:
+                    return launch(*a, **k)
+                finally:
+                    inside[0] -= 1
+            monkeypatch.setattr(sim.FakeCUDAKernel, "__call__", in_kernel)
+        for name in ("device_array", "device_array_like", "pinned_array", "to_device"):
+            monkeypatch.setattr(cuda, name, counted(getattr(cuda, name), "alloc"))
+        for name, kind in (("__getitem__", "view"), ("copy_to_device", "up"),
+                           ("copy_to_host", "back")):
+            monkeypatch.setattr(device_type, name, counted(getattr(device_type, name), kind))
+        from numba.cuda.cudadrv import driver
+        for name, kind in (("host_to_device", "up"), ("device_to_host", "back")):
+            monkeypatch.setattr(driver, name, counted(getattr(driver, name), kind))
+        real_evaluate = be.evaluate
+
+        def evaluate(source, rows, start, q, *a, **k):
+            before, launches = dict(got), be.launches
+            c = be._caches.get(id(q))
+            cached = c is not None and c.q is q
+            res = real_evaluate(source, rows, start, q, *a, **k)
+            self.calls.append(({kind: got[kind] - before[kind] for kind in self.KINDS}
+                               | {"launches": be.launches - launches}, cached))
+            return res
+        be.evaluate = evaluate
+
+
+def test_a_steady_device_cycle_allocates_nothing_and_makes_no_device_views(monkeypatch):
+    """Once its query has a row cache (the same steps played before), a
+    placement cycle (alike pods and unlike ones,
+    deleted pods between) allocates nothing on the device or pinned, makes
+    no view of a device array, copies up at most once (the staged rows),
+    launches at most twice and copies back once; the placements are the
+    numba backend's."""
+    nodes = [_node(i, cpu="16", gold=i % 5 == 0, spot=i % 4 == 1) for i in range(16)]
+
+    def steps(tag):
+        pods = [pod_dict(f"{tag}{i:02d}", created=i, **KINDS[(i // 4) % 3])
+                for i in range(24)]
+        return [("pods", pods[:8]), ("delete", 1), ("pods", pods[8:16]), ("delete", 3),
+                ("pods", pods[16:])]
+    played = steps("a") + steps("b")
+    cluster = build_cluster(nodes, HALF)
+    be = cluster.framework_for(parse_pod(pod_dict("probe")), "cuda").backend
+    seen = _DeviceCalls(be, monkeypatch)
+    sched = Scheduler(cluster, "cuda", seed=7, batch=False)
+    out = []
+    for what, arg in played:
+        if what == "pods":
+            out += [(b.pod, b.node) for b in sched.schedule_pending(arg)[0]]
+        else:
+            bound = [p for p, n in out if n is not None and p in cluster.state.pods]
+            sched.delete_pod(bound[arg % len(bound)])
+    assert out == _play("numba", nodes, played)[0]
+    assert len(seen.calls) == 48 and all(cached for _, cached in seen.calls[24:])
+    for got, _ in seen.calls[24:]:
+        assert got["alloc"] == 0 and got["view"] == 0, seen.calls
+        assert got["up"] <= 1 and got["launches"] <= 2 and got["back"] == 1, seen.calls
+    assert sum(got["up"] for got, _ in seen.calls[24:]) >= 20, seen.calls
 
 
 SOFT_SPREAD = {"topologySpreadConstraints": [{
