@@ -48,17 +48,20 @@ def test_the_tables_ab_reads_the_changed_domains_only(tmp_path):
     assert all(x > 0 for x in rec["each"]["before"] + rec["each"]["after"])
 
 
-def test_a_spread_cycle_record_itemizes_the_host_finalize(tmp_path):
-    """One cycle a pod with PodTopologySpread's filter on the host: the
-    host finalize and the plugin among the items, and per cycle at most
-    the one row the last pod was placed on uploaded and copied back."""
+def test_a_spread_cycle_record_itemizes_the_device_rules_pick(tmp_path):
+    """One cycle a pod with PodTopologySpread's DoNotSchedule filter: its
+    per-domain rules tested in the device pick (the rules staged, no host
+    finalize, no filter over the rows), and per cycle at most the one row
+    the last pod was placed on uploaded and none copied back."""
     rec = _run(tmp_path, "--workload", "spread-nobatch", "--nodes", "12", "--pods", "4")
     items = rec["items"]
-    for name in ("> run_cycle > evaluate > host finalize",
-                 "> run_cycle > PodTopologySpread.filter", "> assume_and_permit"):
+    for name in ("> run_cycle > evaluate > _rules_pick",
+                 "> run_cycle > evaluate > _rules_pick > stage the rules",
+                 "> run_cycle > PodTopologySpread.cycle_rules", "> assume_and_permit"):
         assert items[name]["calls"] >= 1, name
+    assert "> run_cycle > evaluate > host finalize" not in items
     per = rec["device_counters_per_cycle"]
-    assert per["rows_uploaded"] <= 1 and per["rows_downloaded"] <= 1, per
+    assert per["rows_uploaded"] <= 1 and per["rows_downloaded"] == 0, per
 
 
 def test_combine_puts_the_numba_records_beside(tmp_path):
