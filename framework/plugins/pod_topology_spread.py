@@ -188,6 +188,10 @@ class PodTopologySpread(Plugin):
         #                             the last filter
         self._probe = None          # (state, version, pod, nominated, SpreadProbe) last built
         self._by_row = None         # (state, signature, codes by row, fits by row)
+        # (state, pod, index, workloads, (structure, index generation), parts)
+        # of the last ``_filter_sums``, and how many times it was computed
+        self._sums_memo = None
+        self.filter_sums_built = 0
         self._system = self.args.defaulting_type == SYSTEM_DEFAULTING
         defaults = SYSTEM_DEFAULT_CONSTRAINTS if self._system else self.args.default_constraints
         # action -> (maxSkew, key, minDomains, honor affinity, honor taints) per default
@@ -324,9 +328,23 @@ class PodTopologySpread(Plugin):
     def _filter_sums(self, state, pod) -> list:
         """Per DoNotSchedule constraint: (constraint, key column, count key,
         count predicate, DomainSums over the counted nodes); the last three
-        None when no node has the key."""
-        cons = self.constraints(state, pod, "DoNotSchedule")[0]
+        None when no node has the key.
+
+        Kept for the last (state, pod) while nothing it is made of moved:
+        the node set and labels (``structure_tag``), the loaded workloads
+        (default constraints) and the DomainSums the index keeps
+        (``PodCountIndex.generation``).  Binds and evictions do not move
+        it: the index updates those DomainSums in place.  A preemptor's
+        failed cycle, victim probe and retry so compute it once
+        (``filter_sums_built`` counts the computations)."""
         index = pod_count_index(state)
+        tag = (state.structure_tag(), index.generation)
+        got = self._sums_memo
+        if got is not None and got[0] is state and got[1] is pod and got[2] is index \
+                and got[3] is state.workloads and got[4] == tag:
+            return got[5]
+        self.filter_sums_built += 1
+        cons = self.constraints(state, pod, "DoNotSchedule")[0]
         elig_key, doms = self._eligible_doms(state, pod, cons)
         parts = []
         for i, c in enumerate(cons):
@@ -338,6 +356,9 @@ class PodTopologySpread(Plugin):
             ds = index.domain_sums(key, pred, (elig_key, i), lambda i=i: doms[i],
                                    max(len(state.label_values[k]), 1))
             parts.append((c, k, key, pred, ds))
+        # the generation after the sums above joined the index (if any did)
+        self._sums_memo = (state, pod, index, state.workloads,
+                           (state.structure_tag(), index.generation), parts)
         return parts
 
     def codes_by_row(self, state, pod) -> np.ndarray:

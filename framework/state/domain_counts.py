@@ -185,6 +185,10 @@ class PodCountIndex:
         self._entries: OrderedDict = OrderedDict()   # key -> (predicate, counts)
         self._sums: OrderedDict = OrderedDict()      # (source, tag) -> DomainSums
         self._sums_by_source: dict = {}              # source -> {tag: DomainSums}
+        # Moves whenever a DomainSums joins or leaves the index (a caller
+        # holding ones it got may keep them while this is unchanged: they
+        # are the ones the index keeps current).
+        self.generation = 0
         self.groups: dict = {k: {} for k in KINDS}   # kind -> {term: counts}
         self.pods_with_affinity = 0
         for record, row in state.pods.bound():
@@ -331,6 +335,7 @@ class PodCountIndex:
                 # No longer updated: drop the domain sums built on it.
                 for tag in self._sums_by_source.pop(("e", old), {}):
                     self._sums.pop((("e", old), tag), None)
+                    self.generation += 1
             return arr
         self._entries.move_to_end(key)
         arr = got[1]
@@ -380,6 +385,7 @@ class PodCountIndex:
         return self._add_sums(source, tag, DomainSums(dom, counts, n_domains))
 
     def _add_sums(self, source, tag, ds: DomainSums) -> DomainSums:
+        self.generation += 1
         self._sums[(source, tag)] = ds
         self._sums_by_source.setdefault(source, {})[tag] = ds
         while len(self._sums) > self.MAX_SUMS:

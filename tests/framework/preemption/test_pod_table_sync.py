@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
+from reference.pod_table_rows import read_row, table_row
 from support.backends import needs_cuda
 
 from tensorsched.generators import clusters as synthetic
@@ -21,6 +22,7 @@ from tensorsched.bench.preemption import build as build_preemption
 from tensorsched.bench.preemption import run_preemption
 from tensorsched.framework.parsing.manifests import parse_node
 from tensorsched.framework.preemption.evaluator import PodTable
+from tensorsched.framework.records.records import HostPort, PodDisruptionBudgetRecord
 from tensorsched.framework.state.cluster_state import add_pods, remove_pods
 from tensorsched.kernels.fused.source import WriteLog
 from tensorsched.kernels.victims.sync_journal import SyncJournal
@@ -39,7 +41,16 @@ def _view(table):
     return out
 
 
+def _assert_as_read_pod_by_pod(table):
+    """Every row of ``table`` equals the scalar reference's pod-by-pod read."""
+    st = table.state
+    c, wp, wb = table.prio.shape[1], table.ports.shape[2], table.pdb.shape[2]
+    for row in range(st.n_rows):
+        assert table_row(table, row) == read_row(st, table.pdbs, row, c, wp, wb), row
+
+
 def _assert_as_read_afresh(table):
+    _assert_as_read_pod_by_pod(table)
     fresh = PodTable(table.state, table.pdbs)
     fresh.sync()
     view, want = _view(table), _view(fresh)
@@ -60,24 +71,43 @@ def _bind(state, template, name: str, node: str) -> None:
     state.add_pod(dataclasses.replace(template, name=name, uid=name, node_name=node), node)
 
 
+def _pdbs():
+    """PDBs over the table's pods: one selecting the low pods' labels (the
+    spread variant's) or the labelled binds', one listing some bound pods
+    as disrupted, one of another namespace, one with an empty selector
+    (selects nothing)."""
+    def pdb(name, selector, namespace="default", disrupted=()):
+        return PodDisruptionBudgetRecord(namespace, name, selector, 1, None, None,
+                                         tuple(disrupted))
+    return [pdb("web", {"matchLabels": {"app": "web"}}),
+            pdb("tagged", {"matchLabels": {"tag": "t1"}}, disrupted=("new-1", "new-4", "new-7")),
+            pdb("elsewhere", {"matchLabels": {"app": "web"}}, namespace="other"),
+            pdb("empty", {})]
+
+
 _OPS = hs.lists(hs.tuples(hs.sampled_from(["bind", "evict", "bind_many", "evict_many",
-                                           "restore", "remove_node", "add_node", "sync"]),
+                                           "restore", "remove_node", "add_node", "sync",
+                                           "bind_ports", "bind_labeled", "bind_dying"]),
                           hs.integers(0, 1 << 30)), min_size=1, max_size=25)
 
 
 @settings(max_examples=40, deadline=None)
 @given(variant=hs.sampled_from(["", "spread", "antiaffinity"]), ops=_OPS,
-       log_limit=hs.sampled_from([None, 16]), journal_limit=hs.sampled_from([None, 3]))
-def test_incremental_sync_equals_a_fresh_table(variant, ops, log_limit, journal_limit):
-    """Random binds, evictions (one and many), pods taken out and put back,
-    node removals and additions, with syncs between: after each sync the
-    table is as read afresh, and the rows its journal names since any
-    earlier sync are exactly those whose ``row_stamp`` moved (a short
-    state log and a short journal: the scan fallbacks)."""
+       log_limit=hs.sampled_from([None, 16]), journal_limit=hs.sampled_from([None, 3]),
+       with_pdbs=hs.booleans())
+def test_incremental_sync_equals_a_fresh_table(variant, ops, log_limit, journal_limit,
+                                               with_pdbs):
+    """Random binds (plain, with host ports, with other labels, terminating),
+    evictions (one and many), pods taken out and put back, node removals
+    and additions, with syncs between, with PDBs or without: after each
+    sync the table (its rows written as one batch) is as read afresh and
+    as the scalar reference reads it pod by pod, and the rows its journal
+    names since any earlier sync are exactly those whose ``row_stamp``
+    moved (a short state log and a short journal: the scan fallbacks)."""
     cluster, state, template = _cluster(5, variant)
     if log_limit:
         state.write_log = WriteLog(log_limit)
-    table = PodTable(state)
+    table = PodTable(state, _pdbs() if with_pdbs else ())
     if journal_limit:
         table.written = SyncJournal(limit=journal_limit, max_syncs=journal_limit)
     table.sync()
@@ -106,6 +136,14 @@ def test_incremental_sync_equals_a_fresh_table(variant, ops, log_limit, journal_
         elif op == "add_node":
             state.add_node(parse_node(synthetic.node_dict(
                 f"extra-{made}", labels={synthetic.ZONE: f"zone-{r % 3}"})))
+            made += 1
+        elif op in ("bind_ports", "bind_labeled", "bind_dying") and names:
+            extra = {"bind_ports": {"host_ports": [HostPort("TCP", "0.0.0.0", 8000 + r % 70)]},
+                     "bind_labeled": {"labels": {"tag": f"t{r % 2}", "app": "web"}},
+                     "bind_dying": {"deleting": True}}[op]
+            pod = dataclasses.replace(template, name=f"new-{made}", uid=f"new-{made}",
+                                      node_name=names[r % len(names)], **extra)
+            state.add_pod(pod, names[r % len(names)])
             made += 1
         elif op == "sync":
             table.sync()
