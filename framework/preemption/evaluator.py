@@ -41,14 +41,13 @@ alike; pods without such filters keep the all-kernel path.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import chain
 
 import numpy as np
 
 from tensorsched.framework.config.plugin_args import DefaultPreemptionArgs
-from tensorsched.framework.parsing.pdb import disruptions_allowed, pdb_selects
+from tensorsched.framework.parsing.pdb import applies, disruptions_allowed
 from tensorsched.framework.parsing.priorities import NEVER, pod_priority
-from tensorsched.framework.records.pod_columns import EXTRA_FIELDS
+from tensorsched.framework.records.pod_columns import EXTRA_FIELDS, NO_EXTRAS
 from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.parsing.selectors import pod_terms
 from tensorsched.framework.runtime.framework import PREFILTER_REJECT_REASON, splitmix64
@@ -63,7 +62,6 @@ from tensorsched.kernels.victims import on_counts as VS
 from tensorsched.kernels.victims import pick as VP
 from tensorsched.kernels.victims import search as V
 from tensorsched.kernels.victims import statuses as VT
-from tensorsched.kernels.victims import table_rows as TR
 from tensorsched.kernels.victims.device import DeviceVictims, VisitBase, decode_code
 from tensorsched.kernels.victims.sync_journal import SyncJournal
 
@@ -80,14 +78,12 @@ _OFFSET_SALT = 0x5EED0FF5E7
 
 
 _DELETING = EXTRA_FIELDS.index("deleting")
-_START = EXTRA_FIELDS.index("start_ns")
 # On cuda, a preemptor whose only host filters are PodTopologySpread /
 # InterPodAffinity is searched on counts on the device (``_device_counts_visit``);
 # False: the device pre-pass, then the search on counts on the CPU (the
 # path before, for before/after records: ``bench.victims_counts_device``).
 DEVICE_ON_COUNTS = True
 _NO_PDBS = np.zeros(1, np.int64)     # disruptionsAllowed without PDBs (read only by use)
-_NO_PORTS = np.zeros(0, np.int64)    # no host port bits to set (read only by use)
 
 
 def _words(n: int) -> int:
@@ -146,12 +142,6 @@ class PodTable:
         self.class_records: list = []
         self._proto_class: dict = {}        # id(prototype) -> (prototype, class id)
         self._shape_cache = None
-        # [classes, WB] the PDB bits of each class (``_class_pdb_bits``)
-        self._pdb_class_cache = np.zeros((0, 1), np.int64)
-        self._pdb_classes_filled = 0
-        # bound-pod class id -> (the record it was resolved for, its table class)
-        self._bound_rec: list = []
-        self._bound_cls = np.zeros(0, np.int64)
         self._kept: dict[int, int] = {}     # row -> row version it is current at
         # The node columns the victim search reads: None for the state's;
         # the scheduling cycle sets its nominated overlay's around PostFilter
@@ -218,8 +208,9 @@ class PodTable:
                 rows = range(st.n_rows)
         self._kept = {}
         self.syncs += 1
+        for i in rows:
+            self._write_row(int(i))
         rows = np.asarray(rows, np.int64)
-        self._write_rows(rows)
         self.rows_read += rows.shape[0]
         self.row_stamp[rows] = self.syncs
         self.written.add(self.syncs, rows)
@@ -264,114 +255,45 @@ class PodTable:
         self._device.sync_pods(pods, self.layout, self.row_stamp, self.syncs, self.written)
         return self._device
 
-    def _write_rows(self, rows: np.ndarray) -> None:
-        """Rows ``rows`` ([k] int64) from the bound-pod columns, all in one
-        gather: the rows' keys (sorted per row) flattened to one list, their
-        slots looked up in one pass, the pods' columns gathered by slot, and
-        the rows cleared and written by one compiled pass
-        (``victims.table_rows``).  Per pod in Python only: the key sort and
-        slot lookup, the per-pod fields the state keeps in dicts (start
-        time and terminating; host ports, for those pods only) and an
-        identity check of the pod's class (``_table_classes``); PDB
-        membership is resolved once per class (``_class_pdb_bits``)."""
-        if not rows.shape[0]:
-            return
+    def _write_row(self, i: int) -> None:
+        """Row i from the bound-pod columns (records only for PDB membership)."""
         st = self.state
         bound = st.pods
-        on_node = st.pods_on_node
-        rows_l = rows.tolist()
-        keys = [sorted(on_node[i]) for i in rows_l]
-        row_keys = self.keys
-        for i, k in zip(rows_l, keys):
-            row_keys[i] = k
-        counts = np.fromiter(map(len, keys), np.int64, len(keys))
-        flat = list(chain.from_iterable(keys))
-        total = len(flat)
-        slots = bound.slots_of(flat)
-        slots_l = slots.tolist()
-        extras = bound.extras
-        if extras:
-            got = list(map(extras.get, slots_l))
-            start = np.array([V.START_NOW if e is None or e[_START] is None else e[_START]
-                              for e in got], np.int64)
+        keys = sorted(st.pods_on_node[i])
+        self.keys[i] = keys
+        k = len(keys)
+        self.count[i] = k
+        self.req[i] = 0
+        self.ports[i] = 0
+        self.pdb[i] = 0
+        self.start[i] = V.START_NOW
+        self.prio[i] = 0
+        self.cls[i] = -1
+        self.shp[i] = -1
+        self.dying[i] = False
+        if not k:
+            return
+        slots = bound.slots_of(keys)
+        self.prio[i, :k] = bound.priorities(slots)
+        self.start[i, :k] = bound.start_times(slots, V.START_NOW)
+        self.shp[i, :k] = bound.shape_id[slots]
+        if bound.extras:
             # Terminating pods count for no spread constraint: a class does
             # not tell them (``on_counts.alike_tail``).
-            dying = np.array([e is not None and bool(e[_DELETING]) for e in got], np.bool_)
-        else:
-            start = np.full(total, V.START_NOW, np.int64)
-            dying = np.zeros(total, np.bool_)
-        cls = self._table_classes(bound.class_id[slots].tolist())
-        port_pod, port_bit = _NO_PORTS, _NO_PORTS
-        if bound.ports:
-            held = [(j, b) for j, s in enumerate(slots_l) for b in bound.ports.get(s, ())]
-            if held:
-                port_pod, port_bit = (np.array(x, np.int64) for x in zip(*held))
-        wb = self.pdb.shape[2]
-        pdb = self._pdb_bits(cls, flat) if self.pdbs else np.zeros((0, wb), np.int64)
-        TR.host.write_rows(rows, counts, bound.priorities(slots), start,
-                           bound.shape_id[slots].astype(np.int64), cls, dying,
-                           self._shape_requests(), pdb, port_pod, port_bit,
-                           np.int64(V.START_NOW), self.count, self.prio, self.start, self.req,
-                           self.ports, self.pdb, self.cls, self.shp, self.dying)
-
-    def _table_classes(self, bound_cids: list) -> np.ndarray:
-        """[k] int64 this table's class ids of pods of the bound-pod classes
-        ``bound_cids`` (k ints).  ``_bound_cls[cid]`` holds the answer for
-        the record ``_bound_rec[cid]`` (held, so an identity check is
-        sound): a bound class id whose record is another (new, or the id
-        reused) is resolved by ``_class_of``, in the pods' order, so new
-        table classes are numbered as a pod-by-pod pass numbers them."""
-        classes = self.state.pods.classes
-        seen = self._bound_rec
-        if len(seen) < len(classes):
-            seen.extend([None] * (len(classes) - len(seen)))
-            grown = np.full(len(classes), -1, np.int64)
-            grown[:self._bound_cls.shape[0]] = self._bound_cls
-            self._bound_cls = grown
-        mine = self._bound_cls
-        for c in [c for c in bound_cids if seen[c] is not classes[c]]:
-            rec = classes[c]
-            if seen[c] is not rec:
-                mine[c] = self._class_of(rec)
-                seen[c] = rec
-        return mine[bound_cids]
-
-    def _pdb_bits(self, cls: np.ndarray, keys: list) -> np.ndarray:
-        """[k, WB] int64 the PDB bits of the pods ``keys`` of table classes
-        ``cls`` [k]: a PDB applies by namespace and selector (class fields,
-        ``_class_pdb_bits``) unless it lists the pod among its disrupted
-        pods (per pod, for the PDBs that list any)."""
-        out = self._class_pdb_bits()[cls]
-        for p, pdb in enumerate(self.pdbs):
-            if not pdb.disrupted_pods:
-                continue
-            gone = set(pdb.disrupted_pods)
-            word, bit = p >> 6, np.int64(1) << np.int64(p & 63)
-            for j, key in enumerate(keys):
-                if key.partition("/")[2] in gone:
-                    out[j, word] &= ~bit
-        return out
-
-    def _class_pdb_bits(self) -> np.ndarray:
-        """[classes, WB] int64 per table class the PDBs whose namespace and
-        selector take its pods; a class id always names the same namespace
-        and labels, so a class is read once, when first asked about."""
-        k = len(self.class_records)
-        wb = self.pdb.shape[2]
-        got, filled = self._pdb_class_cache, self._pdb_classes_filled
-        if got.shape[1] != wb:
-            got, filled = np.zeros((0, wb), np.int64), 0
-        if got.shape[0] < k:
-            grown = np.zeros((max(k, 2 * got.shape[0]), wb), np.int64)
-            grown[:filled] = got[:filled]
-            got = grown
-        for c in range(filled, k):
-            rec = self.class_records[c]
+            self.dying[i, :k] = [bool(bound.extras.get(s, NO_EXTRAS)[_DELETING])
+                                 for s in slots.tolist()]
+        self.req[i, :k] = self._shape_requests()[self.shp[i, :k]]
+        classes = bound.classes
+        self.cls[i, :k] = [self._class_of(classes[cid])
+                           for cid in bound.class_id[slots].tolist()]
+        for s, slot in enumerate(slots.tolist()) if bound.ports else ():
+            for b in bound.ports.get(slot, ()):
+                self.ports[i, s, b >> 6] |= np.int64(1) << np.int64(b & 63)
+        for s, key in enumerate(keys) if self.pdbs else ():
+            rec = bound.record(key)
             for p, pdb in enumerate(self.pdbs):
-                if pdb.namespace == rec.namespace and pdb_selects(pdb.selector, rec.labels):
-                    got[c, p >> 6] |= np.int64(1) << np.int64(p & 63)
-        self._pdb_class_cache, self._pdb_classes_filled = got, k
-        return got[:k]
+                if applies(pdb, rec):
+                    self.pdb[i, s, p >> 6] |= np.int64(1) << np.int64(p & 63)
 
     def _shape_requests(self) -> np.ndarray:
         """[S, R] int64 the request of every bound-pod shape (shapes are
