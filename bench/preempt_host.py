@@ -497,7 +497,7 @@ def run_totals(workload: str, nodes: int, pods: int, backend: str = "cuda",
             if ev:                      # a head that ran a cycle
                 samples.append((took, ev))
     samples: list = []
-    head = Scheduler._schedule_head
+    head = Scheduler.schedule_head
 
     def timed_evaluate(self, *a, **k):
         if not go["on"]:
@@ -510,7 +510,7 @@ def run_totals(workload: str, nodes: int, pods: int, backend: str = "cuda",
             acc["eval_kernel"] += clock.kernel - k0
             acc["eval_mach"] += mach.seconds - m0
     Scheduler.schedule_pending = timed_pending
-    Scheduler._schedule_head = sampled_head
+    Scheduler.schedule_head = sampled_head
     Framework.run_cycle = counted_cycle
     (FB.CudaBackend if backend == "cuda" else FB.NumbaBackend).evaluate = timed_evaluate
 

@@ -333,9 +333,9 @@ class Scheduler:
                 self.binding.drain()
             return b
         self._tick()
-        return self._schedule_head()
+        return self.schedule_head()
 
-    def _schedule_head(self) -> Binding | None:
+    def schedule_head(self) -> Binding | None:
         """Pop the head of activeQ and schedule it (``schedule_one`` after
         the timers fired)."""
         pi = self.queue.pop()
@@ -404,10 +404,10 @@ class Scheduler:
                         continue
                     b = None
                 else:
-                    b = self._schedule_head()
+                    b = self.schedule_head()
             else:
                 self._tick()            # ``schedule_one()``, inline
-                b = self._schedule_head()
+                b = self.schedule_head()
             if b is not None:
                 out.append(b)
                 continue
