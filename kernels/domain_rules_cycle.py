@@ -35,7 +35,8 @@ preferred affinity), and every other host filter.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -141,6 +142,31 @@ def set_key(rules: Sequence[CycleRule]) -> tuple:
     array and counts object, and which answers fail."""
     return tuple((id(x.domp1), x.counts.serial, bool(x.fail_absent), bool(x.fail_above),
                   bool(x.fail_not_above)) for x in rules)
+
+
+class KeptTables:
+    """The rule tables a backend keeps, by rule set (``set_key``), the
+    least recently used dropped past ``limit``: a table is built whole
+    once for its rule set and then followed by the domains that move."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._tables: OrderedDict = OrderedDict()
+
+    def get(self, rules: Sequence[CycleRule], n_rows: int, build: Callable) -> tuple:
+        """(the table of ``rules`` over ``n_rows`` rows, whether it was
+        built now: ``build()``, when none is kept or the kept one no
+        longer holds them)."""
+        key = set_key(rules)
+        table = self._tables.get(key)
+        if table is not None and table.holds(rules, n_rows):
+            self._tables.move_to_end(key)
+            return table, False
+        table = build()
+        self._tables[key] = table
+        while len(self._tables) > self.limit:
+            self._tables.popitem(last=False)
+        return table, True
 
 
 class HostRuleTable:

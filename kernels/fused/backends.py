@@ -283,7 +283,8 @@ class NumbaBackend:
         # per-domain rules (``_rules_pick``) and the domain sums they copied
         self.rule_picks = 0
         self.domain_sums_copied = 0
-        self._rule_tables: OrderedDict = OrderedDict()   # ``_rule_table``'s
+        # the rule sets' stacked copies (``domain_rules_cycle.KeptTables``)
+        self._rule_tables = DRC.KeptTables(CudaBackend.MAX_RULE_TABLES)
         self._cycle = None                  # ``fused.cycle``: compiled when first used
         self._pick_scratch = None
         self._sparams: dict = {}
@@ -677,7 +678,7 @@ class NumbaBackend:
         feasible rows it kept (``cycle.best_in_order``: their totals from
         the cache ``_partial`` keeps by row), as the cuda backend's device
         pick: the host's work is the rules' thresholds and the domain sums
-        moved since the last cycle (``_rule_table``), not the filters over
+        moved since the last cycle (``_rule_tables``), not the filters over
         every node and the gather.  ``ties`` is the picked
         position alone.  None (the caller runs the host filters, whose
         reasons the diagnosis reads) when no scanned row is feasible."""
@@ -687,7 +688,10 @@ class NumbaBackend:
         cols = source.columns()
         n = cols.allocatable.shape[0]
         c = self._row_cache(source, cols, q, n_slots)
-        host, k = self._rule_table(rules, n).current(rules)
+        table, built = self._rule_tables.get(rules, n, lambda: DRC.HostRuleTable(rules, n))
+        if built:                       # its sums copied whole
+            self.domain_sums_copied += table.sums_copied
+        host, k = table.current(rules)
         self.domain_sums_copied += k
         scratch = self._pick_scratch
         if (scratch is None or scratch[0].shape[0] < 2 * n_slots
@@ -714,23 +718,6 @@ class NumbaBackend:
         if row < 0:
             return None
         return StageResult(None, None, None, np.array([pos], np.int64), processed, found)
-
-    def _rule_table(self, rules, n: int):
-        """The stacked copy of ``rules`` (``domain_rules_cycle.HostRuleTable``)
-        over the ``n`` rows of the row cache, kept per rule set (its
-        domain-id arrays and counts objects; the sums it copied whole
-        counted in ``domain_sums_copied``)."""
-        key = DRC.set_key(rules)
-        table = self._rule_tables.get(key)
-        if table is not None and table.holds(rules, n):
-            self._rule_tables.move_to_end(key)
-            return table
-        table = DRC.HostRuleTable(rules, n)
-        self._rule_tables[key] = table
-        self.domain_sums_copied += table.sums_copied
-        while len(self._rule_tables) > CudaBackend.MAX_RULE_TABLES:
-            self._rule_tables.popitem(last=False)
-        return table
 
     def _slot_params(self, active, norm, weights, n_slots) -> tuple:
         """(``cycle.slot_params``, whether an active slot is min-max), one per
@@ -884,7 +871,7 @@ class CudaBackend:
     # A placement cycle stages at most this many written rows in its one
     # upload; more (a node set rewritten) go the packs' span copies.
     MAX_STAGED_ROWS = 256
-    MAX_RULE_TABLES = 8         # rule sets kept on the device (``_rule_table``)
+    MAX_RULE_TABLES = 8         # rule sets kept on the device (``_rule_tables``)
 
     def __init__(self):
         reason = cuda_unavailable_reason()
@@ -957,7 +944,8 @@ class CudaBackend:
         # (``_rules_pick``) and the domain sums they copied up
         self.rule_picks = 0
         self.domain_sums_uploaded = 0
-        self._rule_tables: OrderedDict = OrderedDict()   # ``_rule_table``'s
+        # the rule sets' device copies (``domain_rules_cycle.KeptTables``)
+        self._rule_tables = DRC.KeptTables(self.MAX_RULE_TABLES)
         self.rows_downloaded = 0    # row cache rows copied back (the host's ranking, a failed
         #                             placement's reasons)
 
@@ -1222,7 +1210,7 @@ class CudaBackend:
         DoNotSchedule) decided on the device as ``_device_pick`` decides
         one without host filters: the row cache brought up to date
         (``_staged_cache``), the rules' thresholds and the domain sums that
-        moved since the last cycle copied up (``_rule_table``), then one
+        moved since the last cycle copied up (``_rule_tables``), then one
         launch whose block writes those, tests each row it scans against
         the rules and takes the tie rule's row; four numbers back.  The
         host's work is O(rules + domains moved), not the filter over every
@@ -1232,7 +1220,12 @@ class CudaBackend:
         cols = source.columns()
         n = cols.allocatable.shape[0]
         c, k = self._staged_cache(source, cols, q, n_slots)
-        table = self._rule_table(rules, n)
+        table, built = self._rule_tables.get(rules, n,
+                                             lambda: DRC.DeviceRuleTable(self._cuda, rules, n))
+        if built:                       # its domain ids, sums and params copied up whole
+            self.copies += 4
+            self.bytes_uploaded += table.bytes_uploaded
+            self.domain_sums_uploaded += table.sums_uploaded
         rbuf, n_upd, sent = table.stage(rules)
         if sent:
             self.copies += 1
@@ -1254,26 +1247,6 @@ class CudaBackend:
         if row < 0:
             return None
         return StageResult(None, None, None, np.array([pos], np.int64), processed, found)
-
-    def _rule_table(self, rules, n: int):
-        """The device copy of ``rules`` (``domain_rules_cycle.DeviceRuleTable``)
-        over the ``n`` rows of the row cache, kept per rule set (its
-        domain-id arrays and counts objects): built
-        whole the first time (counted in ``domain_sums_uploaded``), then
-        followed by the domains that moved (``DeviceRuleTable.stage``)."""
-        key = DRC.set_key(rules)
-        table = self._rule_tables.get(key)
-        if table is not None and table.holds(rules, n):
-            self._rule_tables.move_to_end(key)
-            return table
-        table = DRC.DeviceRuleTable(self._cuda, rules, n)
-        self._rule_tables[key] = table
-        self.copies += 4
-        self.bytes_uploaded += table.bytes_uploaded
-        self.domain_sums_uploaded += table.sums_uploaded
-        while len(self._rule_tables) > self.MAX_RULE_TABLES:
-            self._rule_tables.popitem(last=False)
-        return table
 
     def _staged_cache(self, source: ColumnSource, cols, q, n_slots) -> tuple:
         """(the query's device row cache, k) for a placement cycle, with the
