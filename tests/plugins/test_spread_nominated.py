@@ -114,11 +114,19 @@ def test_filter_counts_nominated_pods_on_their_own_node(zones, placed, nominees,
         # a whole cycle reading the overlay: the same feasible nodes
         overlay = cycle.nominated_overlay(fw, pod)
         assert overlay is not None
-        res = fw.run_cycle(state, pod, all_nodes=True, want_scores=False, columns=overlay,
+        # (scores asked for: every node's reasons come back; a placement
+        # cycle may bring back its pick alone)
+        res = fw.run_cycle(state, pod, all_nodes=True, want_scores=True, columns=overlay,
                            nominated=nominated)
         feasible = {state.node_name(int(r)) for r, b in zip(res.rows, res.reasons) if b == 0}
         assert feasible == {O._name(nd) for nd in nodes if want[O._name(nd)] is None
                             and O.pod_required_affinity_matches(me, nd)}
+        pick = fw.run_cycle(state, pod, all_nodes=True, want_scores=False, columns=overlay,
+                            nominated=nominated)
+        if feasible:
+            assert state.node_name(pick.selected_row) in feasible
+        else:
+            assert pick.selected_row < 0
 
 
 def _filter_on(zones, nominees):
