@@ -27,8 +27,9 @@ import numpy as np
 from numba import njit
 
 from tensorsched.kernels import layout as L
-from tensorsched.kernels._compile import compile_source
+from tensorsched.kernels._compile import KEY, compile_source
 
+from . import _numba as _fused_numba
 from . import stage_args as SA
 
 _TEMPLATE = """
@@ -39,29 +40,11 @@ def stage_rows(row_version, n, seen, cap, out, found, n_found, log_rows, log_ver
         k = n_found
         for j in range(min(k, cap)):
             out[j] = found[j]
-    elif n_found == -2 and seen >= log_floor:
-        # from the write log, as _core.logged_rows: the entries after
-        # ``seen`` whose version is still their row's, each row once,
-        # ascending in out[:k] (no more entries than ``cap``: else the scan)
-        lo = 0
-        hi = log_length
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if log_versions[mid] > seen:
-                hi = mid
-            else:
-                lo = mid + 1
-        if log_length - lo <= cap:
-            k = 0
-            for j in range(lo, log_length):
-                i = log_rows[j]
-                if log_versions[j] == row_version[i]:
-                    at = k
-                    while at > 0 and out[at - 1] > i:
-                        out[at] = out[at - 1]
-                        at -= 1
-                    out[at] = i
-                    k += 1
+    elif n_found == -2:
+        # from the write log (-1: it cannot say, or more than ``cap``
+        # entries: the scan)
+        k = logged_rows(log_rows, log_versions, log_length, log_floor, seen, row_version,
+                        cap, out)
     if k < 0:
         k = 0
         for i in range(n):
@@ -105,7 +88,8 @@ _width, _body = _pack_lines(" " * 8)
 _compiled = compile_source(
     f"{__name__}.stage", _TEMPLATE.format(params=", ".join(SA.NODE_NAMES), width=_width,
                                           body=_body),
-    njit, ("stage_rows",), options={"nogil": True}, cache=True,
+    njit, ("stage_rows",), namespace={"logged_rows": _fused_numba.logged_rows},
+    options={"nogil": True}, cache=True, depends=(_fused_numba.core[KEY],),
     filename="<staged rows>")
 _stage_rows = _compiled["stage_rows"]
 _FIELD_ORDER = SA.NODE_NAMES == L.NodeColumns._fields     # the columns pass as they are
