@@ -287,6 +287,7 @@ class NumbaBackend:
         self._rule_tables = DRC.KeptTables(CudaBackend.MAX_RULE_TABLES)
         self._cycle = None                  # ``fused.cycle``: compiled when first used
         self._pick_scratch = None
+        self._pick_pos = np.zeros(1, np.int64)   # a rules pick's position (its ``ties``)
         self._sparams: dict = {}
         _warm_numba(self._k)
 
@@ -714,10 +715,11 @@ class NumbaBackend:
         out = self._cycle.best_in_order(rows, start, c.raw, sparams, mix_of_seed(seed),
                                         cols.requested, L.RES_PODS, scratch, totals)
         self.rule_picks += 1
-        row, processed, found, pos = (int(v) for v in out[:4])
+        row, processed, found, pos = out[:4].tolist()
         if row < 0:
             return None
-        return StageResult(None, None, None, np.array([pos], np.int64), processed, found)
+        self._pick_pos[0] = pos         # kept: a StageResult's arrays last until the next call
+        return StageResult(None, None, None, self._pick_pos, processed, found)
 
     def _slot_params(self, active, norm, weights, n_slots) -> tuple:
         """(``cycle.slot_params``, whether an active slot is min-max), one per
@@ -1234,19 +1236,20 @@ class CudaBackend:
         if self._pick_out is None:
             self._pick_out = self._cuda.device_array(self._cycle_host.OUT_LEN, np.int64)
             self._pick_host = self._cuda.pinned_array(self._cycle_host.OUT_LEN, np.int64)
+        qbuf, d_rows, sparams, mix = self._pick_args(cols, rows, n, q, active, norm, weights,
+                                                     n_slots, seed)
         self._cycle.launch_cycle_pick(
-            rows.shape[0], self._staged[3], k, self._packs, self._qbuf(cols, q),
-            self._cycle_rows(rows, n), c.reasons, c.raw,
-            self._slot_params(active, norm, weights, n_slots), start, num_to_find,
-            mix_of_seed(seed), self._pods_at, self._pick_out, rules=(table, rbuf, n_upd))
+            rows.shape[0], self._staged[3], k, self._packs, qbuf, d_rows, c.reasons, c.raw,
+            sparams, start, num_to_find, mix, self._pods_at, self._pick_out,
+            rules=(table, rbuf, n_upd))
         self.launches += 1
         self.rows_recomputed += k
         self.rule_picks += 1
-        row, processed, found, pos = (int(v) for v in self._pick_out.copy_to_host(
-            self._pick_host))
+        row, processed, found, pos = self._pick_out.copy_to_host(self._pick_host).tolist()
         if row < 0:
             return None
-        return StageResult(None, None, None, np.array([pos], np.int64), processed, found)
+        self._pick_pos[0] = pos         # kept, as ``_device_pick`` hands it out
+        return StageResult(None, None, None, self._pick_pos, processed, found)
 
     def _staged_cache(self, source: ColumnSource, cols, q, n_slots) -> tuple:
         """(the query's device row cache, k) for a placement cycle, with the
