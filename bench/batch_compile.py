@@ -29,7 +29,6 @@ import argparse
 import hashlib
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -44,16 +43,10 @@ from tensorsched.topology.openb import batch as B
 from tensorsched.topology.openb import replay as R
 
 from . import openb_preempt as OP
-from .harness import git_commit, machine_info
+from .harness import cpu_seconds, git_commit, machine_info
 from .openb_batch import DATA
 
 CHOICES = ("before", "after")
-
-
-def cpu_seconds() -> float:
-    """This process's user + system CPU seconds (all its threads)."""
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 def kernel_of(choice: str):

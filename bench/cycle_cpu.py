@@ -3,7 +3,7 @@
 1. The basic workload with batching off on the numba backend
    (``tensorsched bench --workload basic --no-batch``), this tree and a base
    tree in alternated processes (``--base-commit C``: commit ``C`` of this
-   repository laid out as ``openb_nominees.base_tree`` lays it out), each
+   repository laid out as ``harness.base_tree`` lays it out), each
    process's record kept (CPU seconds of the timed run, placements digest,
    load average).
 2. The host work that finds and stages the rows written since a row
@@ -43,8 +43,7 @@ import time
 import numpy as np
 
 from tensorsched import synthetic
-from tensorsched.bench.harness import git_commit, machine_info
-from tensorsched.bench.openb_nominees import base_tree
+from tensorsched.bench.harness import alternated, base_tree, git_commit, machine_info
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.kernels.fused import staged_rows as SR
 from tensorsched.kernels.fused.backends import numba_row_lookups
@@ -200,10 +199,8 @@ def _node_events_record(path: str | None, nodes: int, events: int, arrays: bool)
 
 
 def _node_events(a, trees) -> dict:
-    runs = {t: [] for t, _ in trees}
-    for r in range(a.rounds):
-        for t, path in (trees if r % 2 == 0 else trees[::-1]):     # alternated
-            runs[t].append(_node_events_record(path, a.nodes, a.events, a.arrays))
+    runs = alternated(trees, a.rounds,
+                      lambda path: _node_events_record(path, a.nodes, a.events, a.arrays))
     keys = ("after_event_cpu_us", "plain_cpu_us", "rows_after_event", "rows_plain")
     summary = {t: {**{f"mean_{k}": round(float(np.mean([x[k] for x in v])), 2) for k in keys},
                    "by_kind": {kind: {k: round(float(np.mean([x["by_kind"][kind][k]
@@ -254,10 +251,7 @@ def main(argv=None) -> dict:
             json.dump(record, f, indent=1)
         print(json.dumps(record["summary"], indent=1))
         return record
-    runs = {t: [] for t, _ in trees}
-    for r in range(a.rounds):
-        for t, path in (trees if r % 2 == 0 else trees[::-1]):     # alternated
-            runs[t].append(_workload_record(path, a.nodes, a.pods))
+    runs = alternated(trees, a.rounds, lambda path: _workload_record(path, a.nodes, a.pods))
     summary = {t: {"cpu_seconds": [x["cpu_seconds"] for x in v],
                    "mean_cpu_seconds": round(float(np.mean([x["cpu_seconds"] for x in v])), 4),
                    "cpu_us_per_pod": round(float(np.mean([x["cpu_seconds"] for x in v]))

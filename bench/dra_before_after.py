@@ -2,7 +2,7 @@
 
 ``tensorsched bench --workload dra`` (numba by default) in separate
 processes, this tree and commit ``--base-commit`` laid out as
-``openb_nominees.base_tree`` lays it out, in turn for ``--rounds`` rounds;
+``harness.base_tree`` lays it out, in turn for ``--rounds`` rounds;
 each process's record kept (CPU seconds of the timed run, pods per second,
 p50, placements digest, load average before the run).  The placements of
 the two trees must agree (the record says whether they do).
@@ -23,7 +23,7 @@ import tempfile
 import time
 
 from tensorsched.bench.harness import git_commit, machine_info, tree_env
-from tensorsched.bench.openb_nominees import base_tree
+from tensorsched.bench.harness import base_tree
 
 #: the fields of ``tensorsched bench``'s record kept per run
 KEEP = ("cpu_seconds", "pods_per_second", "p50_us", "p99_us", "scheduled",

@@ -23,8 +23,7 @@ import sys
 import tempfile
 import time
 
-from tensorsched.bench.harness import git_commit, machine_info, run_child
-from tensorsched.bench.openb_nominees import base_tree
+from tensorsched.bench.harness import alternated, base_tree, git_commit, machine_info, run_child
 from tensorsched.framework.parsing.dra import parse_resource_claim
 from tensorsched.framework.state import dra_cel, dra_claims
 from tensorsched.framework.state.cluster_state import ClusterState
@@ -81,14 +80,16 @@ def _side_by_side(count: int, distinct: int, rounds: int) -> dict:
 
     claims = _claims(count, distinct)
     out = {"load": [], "load_without_estimate": []}
-    real = dra_claims.exceeds_cost_limit
+    # dra_claims imports the check where a selector is checked, so switching
+    # it off in its own module switches it off for the load
+    real = dra_cel_estimate.exceeds_cost_limit
     for _ in range(rounds):
         out["load"].append(round(_load(claims), 4))
-        dra_claims.exceeds_cost_limit = lambda expr: False
+        dra_cel_estimate.exceeds_cost_limit = lambda expr: False
         try:
             out["load_without_estimate"].append(round(_load(claims), 4))
         finally:
-            dra_claims.exceeds_cost_limit = real
+            dra_cel_estimate.exceeds_cost_limit = real
     exprs = sorted({c.requests[0].exactly.selectors[0] for c in claims})
     t0 = time.process_time()
     for e in exprs:
@@ -118,10 +119,8 @@ def main(argv=None):
     if not a.base_commit:
         ap.error("--base-commit is required")
     base = base_tree(a.base_commit, tempfile.mkdtemp(prefix="dra-cel-estimate-base-"))
-    runs = {"before": [], "after": []}
-    for _ in range(a.rounds):
-        runs["before"].append(_run(base, a.claims, a.distinct))
-        runs["after"].append(_run(None, a.claims, a.distinct))
+    runs = alternated([("before", base), ("after", None)], a.rounds,
+                      lambda path: _run(path, a.claims, a.distinct))
     summary = {side: min(r["cpu_seconds"] for r in runs[side]) for side in runs}
     same = _side_by_side(a.claims, a.distinct, a.rounds)
     summary.update({"load_min": min(same["load"]),

@@ -26,8 +26,7 @@ import json
 import tempfile
 import time
 
-from tensorsched.bench.harness import git_commit, machine_info, run_child
-from tensorsched.bench.openb_nominees import base_tree
+from tensorsched.bench.harness import alternated, base_tree, git_commit, machine_info, run_child
 from tensorsched.framework.parsing import dra
 from tensorsched.framework.parsing.manifests import parse_objects
 from tensorsched.generators.dra_clusters import node_slice
@@ -91,11 +90,8 @@ def main(argv=None):
     if not a.base_commit:
         ap.error("--base-commit is required")
     base = base_tree(a.base_commit, tempfile.mkdtemp(prefix="dra-validation-base-"))
-    runs = {c: {"before": [], "after": []} for c in CLUSTERS}
-    for _ in range(a.rounds):
-        for cluster in CLUSTERS:
-            runs[cluster]["before"].append(_run(base, cluster, a.slices))
-            runs[cluster]["after"].append(_run(None, cluster, a.slices))
+    runs = {c: alternated([("before", base), ("after", None)], a.rounds,
+                          lambda path, c=c: _run(path, c, a.slices)) for c in CLUSTERS}
     summary = {c: {side: min(r["cpu_seconds"] for r in runs[c][side])
                    for side in ("before", "after")} for c in CLUSTERS}
     side_by_side = {c: _side_by_side(c, a.slices, a.rounds) for c in CLUSTERS}

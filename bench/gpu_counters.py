@@ -4,7 +4,7 @@ Counts, not times: the record's ``device_counters`` (kernels launched,
 host-to-device copies, bytes uploaded) of the spread and antiaffinity
 workloads on the cuda backend (their pods go in device runs), this tree
 against a base tree (``--base-commit C``, laid out as
-``openb_nominees.base_tree`` lays it out), in alternated processes, with
+``harness.base_tree`` lays it out), in alternated processes, with
 the placements digests (they must agree).  Without a GPU it runs under
 Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``): slow, so the sizes are
 small, but the counts are the device's.  Per run = counters / compiled
@@ -37,7 +37,7 @@ import time
 
 from tensorsched.bench.gpu_sort_traffic import Transfers
 from tensorsched.bench.harness import git_commit, machine_info
-from tensorsched.bench.openb_nominees import base_tree
+from tensorsched.bench.harness import base_tree
 from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler

@@ -17,7 +17,7 @@ row cache kept from run to run), a node updated before every other run
 (rows written outside the runs, the query compiled anew: its buffer goes
 up again).  This tree
 against a base tree (``--base-commit C``, laid out as
-``openb_nominees.base_tree`` lays it out), alternated processes, with the
+``harness.base_tree`` lays it out), alternated processes, with the
 bindings (they must agree).  Without a GPU it runs under Numba's CUDA
 simulator (``NUMBA_ENABLE_CUDASIM=1``).
 
@@ -39,7 +39,7 @@ import time
 import numpy as np
 
 from tensorsched.bench.harness import git_commit, machine_info
-from tensorsched.bench.openb_nominees import base_tree
+from tensorsched.bench.harness import base_tree
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.generators.clusters import node_dict, pod_dict

@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -87,6 +88,44 @@ def run_child(module: str, args, path: str | None = None) -> dict:
     out = subprocess.run([sys.executable, "-m", module, *map(str, args)], env=tree_env(path),
                          check=True, capture_output=True, text=True).stdout
     return {**json.loads(out.strip().splitlines()[-1]), "load": load}
+
+
+def cpu_seconds() -> float:
+    """This process's user + system CPU seconds (all its threads)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def base_tree(commit: str, dest: str) -> str:
+    """Commit ``commit`` of the repository this module is in, laid out
+    under ``dest`` as an importable ``tensorsched`` (the package-dir map
+    of pyproject.toml), its ``bench`` this tree's (so both trees run the
+    same timing and cases); returns ``dest``."""
+    repo = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    src = os.path.join(dest, "src")
+    os.makedirs(src)
+    tar = subprocess.run(["git", "-C", repo, "archive", commit], capture_output=True,
+                         check=True).stdout
+    subprocess.run(["tar", "-x", "-C", src], input=tar, check=True)
+    pkg = os.path.join(dest, "tensorsched")
+    os.rename(os.path.join(src, "tensorsched_pkg"), pkg)
+    for sub in ("kernels", "framework", "topology", "experiments"):
+        os.rename(os.path.join(src, sub), os.path.join(pkg, sub))
+    shutil.copytree(os.path.dirname(os.path.realpath(__file__)), os.path.join(pkg, "bench"),
+                    ignore=shutil.ignore_patterns("results", "__pycache__"))
+    return dest
+
+
+def alternated(trees, rounds: int, measure) -> dict:
+    """``{tree name: [measure(path) for each round]}`` over ``trees``
+    ``[(name, path or None), ...]``, the order reversed in odd rounds (the
+    base tree first in every other round, so a drift in the machine's
+    load does not favour one tree)."""
+    got = {name: [] for name, _ in trees}
+    for r in range(rounds):
+        for name, path in (trees if r % 2 == 0 else trees[::-1]):
+            got[name].append(measure(path))
+    return got
 
 
 def timed_schedule(sched, pods) -> tuple[list, float]:

@@ -31,9 +31,6 @@ import argparse
 import hashlib
 import json
 import os
-import resource
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,18 +40,11 @@ import yaml
 
 import tensorsched as ts
 
-from .harness import git_commit, machine_info
-from .openb_nominees import base_tree
+from .harness import alternated, base_tree, cpu_seconds, git_commit, machine_info, run_child
 from .sweep_preempt import write_inputs
 from .sweep_preempt_events import write_scenario
 
 CASES = ("preempt", "preempt_grace", "preempt_events")
-
-
-def _cpu() -> float:
-    """This process's CPU seconds (user and system, all threads)."""
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 def _digest(runs: list) -> str:
@@ -88,11 +78,11 @@ def one(a) -> dict:
         cases = _cases(a, Path(tmp))
         for name in [c for c in a.cases.split(",") if c]:
             runs = cases[name]()            # the compile (or the cache's load), untimed
-            c0, t0 = _cpu(), time.perf_counter()
+            c0, t0 = cpu_seconds(), time.perf_counter()
             for _ in range(a.calls):
                 runs = cases[name]()
             rec["cases"][name] = {
-                "cpu_seconds": round(_cpu() - c0, 3),
+                "cpu_seconds": round(cpu_seconds() - c0, 3),
                 "wall_seconds": round(time.perf_counter() - t0, 3),
                 "runs": len(runs), "calls": a.calls,
                 "evictions": int(sum(int(r.victim.sum()) for r in runs)),
@@ -123,19 +113,11 @@ def main(argv=None):
         return None
     if a.base is None and a.base_commit:
         a.base = base_tree(a.base_commit, tempfile.mkdtemp(prefix="local-nominees-base-"))
-    args = [sys.executable, "-m", "tensorsched.bench.local_nominees", "--one",
-            "--calls", str(a.calls), "--cases", a.cases, "--nodes", str(a.nodes),
-            "--pods", str(a.pods), "--seeds", str(a.seeds), "--grace", str(a.grace)]
+    args = ["--one", "--calls", a.calls, "--cases", a.cases, "--nodes", a.nodes,
+            "--pods", a.pods, "--seeds", a.seeds, "--grace", a.grace]
     trees = [("this", None)] + ([("base", a.base)] if a.base else [])
-    got = {t: [] for t, _ in trees}
-    for r in range(a.rounds):
-        # alternated: base first in odd rounds
-        for t, path in (trees if r % 2 == 0 else trees[::-1]):
-            env = dict(os.environ)
-            if path:
-                env["PYTHONPATH"] = path + os.pathsep + env.get("PYTHONPATH", "")
-            p = subprocess.run(args, env=env, capture_output=True, text=True, check=True)
-            got[t].append(json.loads(p.stdout.strip().splitlines()[-1]))
+    got = alternated(trees, a.rounds,
+                     lambda path: run_child("tensorsched.bench.local_nominees", args, path))
     names = [n for n in a.cases.split(",") if n]
     summary = {t: {name: {
         "cpu_seconds": [x["cases"][name]["cpu_seconds"] for x in got[t]],

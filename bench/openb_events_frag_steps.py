@@ -19,12 +19,12 @@ NUMBA_ENABLE_CUDASIM=1 python bench/openb_events_frag_steps.py [--nodes 120] [--
 import argparse
 import json
 import os
-import resource
 import sys
 import sysconfig
 import threading
 
 import tensorsched as ts
+from tensorsched.bench.harness import cpu_seconds
 from tensorsched.bench.openb_batch import DATA
 from tensorsched.bench.openb_events_steps import digest
 from tensorsched.bench.openb_preempt import preempt_config, workload
@@ -72,11 +72,6 @@ class LineCount:
         return line
 
 
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--trace", default="gpushare40")
@@ -103,12 +98,12 @@ def main(argv=None):
     paths = sysconfig.get_paths()
     count = LineCount(tuple({paths["stdlib"], paths["purelib"], paths["platlib"]}))
     threading.settrace(count.call)
-    c0 = _cpu()
+    c0 = cpu_seconds()
     try:
         runs = call()
     finally:
         threading.settrace(None)
-    cpu = round(_cpu() - c0, 3)
+    cpu = round(cpu_seconds() - c0, 3)
     rows = int(sum(len(r.log_t) for r in runs))
     others = [t for t in count.total if t != 0]
     per = lambda x: round(x / max(rows, 1), 1)         # noqa: E731

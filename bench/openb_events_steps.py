@@ -16,21 +16,16 @@ import argparse
 import hashlib
 import json
 import os
-import resource
 import time
 
 import numpy as np
 
 import tensorsched as ts
+from tensorsched.bench.harness import cpu_seconds
 from tensorsched.bench.openb_batch import DATA
 from tensorsched.bench.openb_preempt import preempt_config, workload
 from tensorsched.bench.openb_preempt_events import scenario
 from tensorsched.topology.openb import replay as R
-
-
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 def digest(runs) -> str:
@@ -73,9 +68,9 @@ def main(argv=None, with_scenario: bool = True, nodes: int = 200, pods: int = 30
     cpu, wall = [], []
     load = os.getloadavg()
     for _ in range(a.repeat):
-        c0, t0 = _cpu(), time.perf_counter()
+        c0, t0 = cpu_seconds(), time.perf_counter()
         runs = call()
-        cpu.append(round(_cpu() - c0, 3))
+        cpu.append(round(cpu_seconds() - c0, 3))
         wall.append(round(time.perf_counter() - t0, 3))
     print(json.dumps({"tree": os.path.dirname(os.path.dirname(ts.__file__)), "cpu": cpu,
                       "wall": wall, "load": [round(x, 2) for x in load],

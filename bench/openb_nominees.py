@@ -37,10 +37,6 @@ import argparse
 import hashlib
 import json
 import os
-import resource
-import shutil
-import subprocess
-import sys
 import tempfile
 import time
 
@@ -53,17 +49,12 @@ from tensorsched.topology.openb import batch as B
 from tensorsched.topology.openb import replay as R
 
 from .batch_check import preempt_traces, slice_nodes
-from .harness import git_commit, machine_info
+from .harness import alternated, base_tree, cpu_seconds, git_commit, machine_info, run_child
 from .openb_batch import DATA
 from .openb_preempt import preempt_config, workload
 
 CASES = ("openb_preempt", "tiers", "tiers_grace", "tiers_off")
 SHORT = {"openb_preempt": 5}     # a short case: its calls a timing times this
-
-
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 def _digest(runs: list) -> str:
@@ -106,11 +97,11 @@ def one(a) -> dict:
            "load_before": [round(x, 2) for x in os.getloadavg()], "cases": {}}
     for name in names:
         runs = cases[name]()            # the compile (or the cache's load), untimed
-        c0, t0 = _cpu(), time.perf_counter()
+        c0, t0 = cpu_seconds(), time.perf_counter()
         for _ in range(a.calls * SHORT.get(name, 1)):
             runs = cases[name]()
         rec["cases"][name] = {
-            "cpu_seconds": round(_cpu() - c0, 3),
+            "cpu_seconds": round(cpu_seconds() - c0, 3),
             "wall_seconds": round(time.perf_counter() - t0, 3),
             "runs": len(runs),
             "calls": a.calls * SHORT.get(name, 1),
@@ -119,26 +110,6 @@ def one(a) -> dict:
             "digest": _digest(runs)}
     rec["load_after"] = [round(x, 2) for x in os.getloadavg()]
     return rec
-
-
-def base_tree(commit: str, dest: str) -> str:
-    """Commit ``commit`` of the repository this module is in, laid out
-    under ``dest`` as an importable ``tensorsched`` (the package-dir map
-    of pyproject.toml), its ``bench`` this tree's; returns ``dest``."""
-    repo = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-    src = os.path.join(dest, "src")
-    os.makedirs(src)
-    tar = subprocess.run(["git", "-C", repo, "archive", commit], capture_output=True,
-                         check=True).stdout
-    subprocess.run(["tar", "-x", "-C", src], input=tar, check=True)
-    pkg = os.path.join(dest, "tensorsched")
-    os.rename(os.path.join(src, "tensorsched_pkg"), pkg)
-    for sub in ("kernels", "framework", "topology", "experiments"):
-        os.rename(os.path.join(src, sub), os.path.join(pkg, sub))
-    # this tree's benchmarks (this module among them): the same timing and cases
-    shutil.copytree(os.path.dirname(os.path.realpath(__file__)), os.path.join(pkg, "bench"),
-                    ignore=shutil.ignore_patterns("results", "__pycache__"))
-    return dest
 
 
 def main(argv=None):
@@ -162,19 +133,11 @@ def main(argv=None):
         return None
     if a.base is None and a.base_commit:
         a.base = base_tree(a.base_commit, tempfile.mkdtemp(prefix="openb-nominees-base-"))
-    args = [sys.executable, "-m", "tensorsched.bench.openb_nominees", "--one",
-            "--calls", str(a.calls), "--cases", a.cases, "--nodes", str(a.nodes),
-            "--pods", str(a.pods), "--grace", str(a.grace), "--data", a.data]
+    args = ["--one", "--calls", a.calls, "--cases", a.cases, "--nodes", a.nodes,
+            "--pods", a.pods, "--grace", a.grace, "--data", a.data]
     trees = [("this", None)] + ([("base", a.base)] if a.base else [])
-    got = {t: [] for t, _ in trees}
-    for r in range(a.rounds):
-        # alternated: base first in odd rounds
-        for t, path in (trees if r % 2 == 0 else trees[::-1]):
-            env = dict(os.environ)
-            if path:
-                env["PYTHONPATH"] = path + os.pathsep + env.get("PYTHONPATH", "")
-            p = subprocess.run(args, env=env, capture_output=True, text=True, check=True)
-            got[t].append(json.loads(p.stdout.strip().splitlines()[-1]))
+    got = alternated(trees, a.rounds,
+                     lambda path: run_child("tensorsched.bench.openb_nominees", args, path))
     summary = {}
     for t, _ in trees:
         summary[t] = {name: {

@@ -22,7 +22,6 @@ the runs, preemptions and equality.
 import argparse
 import json
 import os
-import resource
 import time
 
 import numpy as np
@@ -39,7 +38,7 @@ from tensorsched.topology.openb import batch as B
 from tensorsched.topology.openb import replay as R
 from tensorsched.topology.openb import trace as T
 
-from .harness import git_commit, machine_info
+from .harness import cpu_seconds, git_commit, machine_info
 from .openb_batch import DATA
 
 HIGH, LOW = 100, 0
@@ -48,13 +47,10 @@ HIGH, LOW = 100, 0
 def timed(fn) -> tuple:
     """(``fn()``, its wall and CPU seconds and the load average before and
     after)."""
-    def cpu() -> float:
-        r = resource.getrusage(resource.RUSAGE_SELF)
-        return r.ru_utime + r.ru_stime
-    load0, c0, t0 = os.getloadavg(), cpu(), time.perf_counter()
+    load0, c0, t0 = os.getloadavg(), cpu_seconds(), time.perf_counter()
     out = fn()
     return out, {"wall_seconds": round(time.perf_counter() - t0, 2),
-                 "cpu_seconds": round(cpu() - c0, 2),
+                 "cpu_seconds": round(cpu_seconds() - c0, 2),
                  "load_before": [round(x, 2) for x in load0],
                  "load_after": [round(x, 2) for x in os.getloadavg()]}
 

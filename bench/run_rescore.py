@@ -16,7 +16,7 @@ by a device run:
 
 with the placements digest, cuda against numba in the same process (they must
 agree).  Each tree runs in its own process (``--base-commit C``: the base
-laid out as ``openb_nominees.base_tree`` lays it out).
+laid out as ``harness.base_tree`` lays it out).
 
 NUMBA_ENABLE_CUDASIM=1 python -m tensorsched.bench.run_rescore --base-commit C
         [--nodes 300,1000] [--pods 200] [--output bench/results/run-rescore-cudasim.json]
@@ -33,7 +33,7 @@ import tempfile
 
 from tensorsched import synthetic
 from tensorsched.bench.harness import git_commit, machine_info, placements_sha256
-from tensorsched.bench.openb_nominees import base_tree
+from tensorsched.bench.harness import base_tree
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 

@@ -2,7 +2,7 @@
 
 Counts, not times: ``DeviceVictims.search_and_pick`` (the device search when
 no host filter applies) on the cuda backend, this tree against a base tree
-(``--base-commit C``, laid out as ``openb_nominees.base_tree`` lays it out),
+(``--base-commit C``, laid out as ``harness.base_tree`` lays it out),
 in alternated processes under Numba's CUDA simulator without a GPU (the
 counts are the device's, the times are not).  Two measures per tree:
 
@@ -32,7 +32,7 @@ import tempfile
 import time
 
 from tensorsched.bench.harness import git_commit, machine_info
-from tensorsched.bench.openb_nominees import base_tree
+from tensorsched.bench.harness import base_tree
 from tensorsched.kernels._deps import gpu_present
 
 FILLERS = (40, 160, 640, 2560)

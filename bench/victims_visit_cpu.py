@@ -1,7 +1,7 @@
 """The numba visit on counts over every node (no early stop), warm: CPU ms
 a visit, for before/after records of ``kernels.victims._counts_core``.  Run
 it in alternated processes, a base tree first on ``PYTHONPATH`` for the
-before (``bench.openb_nominees.base_tree`` lays one out); one JSON line out.
+before (``bench.harness.base_tree`` lays one out); one JSON line out.
 
 python -m tensorsched.bench.victims_visit_cpu spread|antiaffinity NODES REPS
 """

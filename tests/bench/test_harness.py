@@ -159,3 +159,33 @@ def test_placement_hash_of_a_binding_list_equals_one_line_per_binding(bound, tai
         assert H.placements_sha256(list(got)) == want
     finally:
         H._HASH_CHUNK = keep
+
+
+def test_alternated_reverses_the_order_every_other_round():
+    calls = []
+
+    def measure(path):
+        calls.append(path)
+        return len(calls)
+
+    got = H.alternated([("this", None), ("base", "/b")], 4, measure)
+    assert calls == [None, "/b", "/b", None, None, "/b", "/b", None]
+    assert got == {"this": [1, 4, 5, 8], "base": [2, 3, 6, 7]}
+
+
+def test_cpu_seconds_counts_this_process_work():
+    c0 = H.cpu_seconds()
+    t0 = time.process_time()
+    while time.process_time() - t0 < 0.05:
+        pass
+    assert H.cpu_seconds() - c0 >= 0.04
+
+
+def test_base_tree_lays_a_commit_out_as_an_importable_package(tmp_path):
+    dest = H.base_tree("HEAD", str(tmp_path / "base"))
+    pkg = tmp_path / "base" / "tensorsched"
+    assert dest == str(tmp_path / "base")
+    for sub in ("kernels", "framework", "topology", "experiments", "bench"):
+        assert (pkg / sub).is_dir(), sub
+    assert (pkg / "__init__.py").is_file()
+    assert not (pkg / "bench" / "results").exists()
