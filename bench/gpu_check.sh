@@ -34,7 +34,14 @@
 # so: in bench.log and
 # in gpu-check.json ("budgets", "skipped", batch-check's "not_run" and each
 # part's "skipped").  Outputs (under $OUT, else bench/results/gpu-check):
-# versions.log, tests.log, bench.log, gpu-check.json (every record).
+# versions.log, tests.log, bench.log, gpu-check.json (every record, with
+# "commit", "sources_sha256", "machine" (its GPUs from nvidia-smi -L) and
+# each record's "backend").  A device gets a copy of the working tree
+# without .git: give the commit as GPU_CHECK_COMMIT=<hash> (records whose
+# own commit says "unknown" take it); "sources_sha256" names the tree run
+# either way (bench/gpu_check_digest.py in a checkout gives its digest).
+# Every step's timeout sends SIGKILL 10 s after its SIGTERM, so a hung
+# step (a kernel that never returns) cannot hold the device past its budget.
 # A dry run here: NUMBA_ENABLE_CUDASIM=1 GPU_CHECK_NODES=300 GPU_CHECK_DIV=100
 # (tiny sizes throughout; the simulator is slow, so the tests time out);
 # of the preemption benchmarks on counts alone, add GPU_CHECK_TEST_SECONDS=0
@@ -107,12 +114,13 @@ EOF
 echo "== tests (cudasim and gpu marks, on the device) =="
 (( test_budget > $(left) )) && test_budget=$(left)
 if (( test_budget >= 5 )); then
-  timeout "$test_budget" "$py" -m pytest -q -n 8 -m "cudasim or gpu" \
+  timeout -k 10 "$test_budget" "$py" -m pytest -q -n 8 -m "cudasim or gpu" \
     -p no:cacheprovider --continue-on-collection-errors --tb=short -rfE 2>&1 \
     | tee "$out/tests.log" | tail -n 40
   tests_rc=${PIPESTATUS[0]}
   echo "tests exit: $tests_rc after $((SECONDS - start)) s"
-  [ "$tests_rc" = 124 ] && echo "tests: cut at their budget of $test_budget s" >> "$runs/skipped.txt"
+  [[ "$tests_rc" = 124 || "$tests_rc" = 137 ]] \
+    && echo "tests: cut at their budget of $test_budget s" >> "$runs/skipped.txt"
 else
   echo "skipped tests: a budget of $test_budget s" | tee -a "$runs/skipped.txt"
 fi
@@ -135,7 +143,7 @@ bench() {
     fi
     (( budget > 120 )) && budget=120
     local file="$runs/$workload-$pods-$backend${extra// /}.json"
-    timeout "$budget" "$py" -m tensorsched.cli bench --workload "$workload" --nodes "$nodes" \
+    timeout -k 10 "$budget" "$py" -m tensorsched.cli bench --workload "$workload" --nodes "$nodes" \
       --pods "$pods" --backend "$backend" $extra --output "$file" > /dev/null 2>>"$out/bench.log" \
       || echo "FAILED $workload $backend $extra (exit $?)" | tee -a "$runs/skipped.txt"
     [ -f "$file" ] && "$py" -c "import json,sys; d=json.load(open(sys.argv[1])); \
@@ -161,12 +169,13 @@ if (( batch_budget >= 30 )); then
   fi
   [ "$div" != 1 ] && batch_args+=(--tiny)
   [ -n "${GPU_CHECK_BATCH_PARTS:-}" ] && batch_args+=(--parts "$GPU_CHECK_BATCH_PARTS")
-  timeout "$batch_budget" "$py" -m tensorsched.bench.batch_check "${batch_args[@]}" \
+  timeout -k 10 "$batch_budget" "$py" -m tensorsched.bench.batch_check "${batch_args[@]}" \
     --seconds $(( batch_budget - 10 )) --out "$runs" 2>&1 | tee -a "$out/bench.log" \
     | grep -v '^ ' | tail -n 40
   batch_rc=${PIPESTATUS[0]}
   echo "batch check exit: $batch_rc after $((SECONDS - start)) s"
-  [ "$batch_rc" = 124 ] && echo "batch check: cut at its budget of $batch_budget s" \
+  [[ "$batch_rc" = 124 || "$batch_rc" = 137 ]] \
+    && echo "batch check: cut at its budget of $batch_budget s" \
     >> "$runs/skipped.txt"
 else
   echo "skipped batch check: deadline" | tee -a "$runs/skipped.txt"
@@ -234,10 +243,16 @@ print('cycle on cuda: p50', d.get('p50_us'), 'us (target <= 200);', \
   if [ -n "${GPU_CHECK_BENCHES:-}" ] && [[ ",$GPU_CHECK_BENCHES," != *",run_sort,"* ]]; then
     :   # not asked for
   elif (( budget >= 20 )); then
-    timeout "$budget" "$py" -m tensorsched.bench.run_sort --backend cuda --nodes "$nodes" \
+    timeout -k 10 "$budget" "$py" -m tensorsched.bench.run_sort --backend cuda --nodes "$nodes" \
       --pods $(( 100000 / div )) $(( 400000 / div )) --output "$runs/run-sort-cuda.json" \
-      2>>"$out/bench.log" | tail -n 4 || echo "FAILED run_sort cuda (exit $?)" \
+      > /dev/null 2>>"$out/bench.log" || echo "FAILED run_sort cuda (exit $?)" \
       | tee -a "$runs/skipped.txt"
+    f="$runs/run-sort-cuda.json"
+    [ -f "$f" ] && "$py" -c "import json,sys; d=json.load(open(sys.argv[1])); \
+[print('run_sort', d['backend'], d['nodes'], 'x', r['pods'], r['path'], \
+r['sort_place_pods_per_cpu_second'], 'pods/CPU s (target 40M at 400,000); against', \
+r['other'], r['compiled_run_place_pods_per_cpu_second'], '; same placements:', \
+r['same_placements']) for r in d['runs']]" "$f"
   else
     echo "skipped run_sort cuda: deadline" | tee -a "$runs/skipped.txt"
   fi
@@ -249,18 +264,33 @@ print('cycle on cuda: p50', d.get('p50_us'), 'us (target <= 200);', \
 
 "$py" - "$runs" "$out/gpu-check.json" "$deadline" "$test_budget" "$batch_max" \
   "$((SECONDS - start))" <<'EOF'
-import glob, json, os, subprocess, sys
+import glob, hashlib, json, os, platform, subprocess, sys
 runs, dest = sys.argv[1], sys.argv[2]
 records = [json.load(open(p)) for p in sorted(glob.glob(runs + "/*.json"))]
 versions = open(dest.rsplit("/", 1)[0] + "/versions.log").read().splitlines()
-commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+# The commit: GPU_CHECK_COMMIT (a device gets a copy of the working tree,
+# without .git), else git's.  The sources' digest says which tree ran
+# either way (bench/gpu_check_digest.py gives a checkout's).
+commit = os.environ.get("GPU_CHECK_COMMIT") or subprocess.run(
+    ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+commit = commit or "unknown"
+for r in records:                   # a record's own commit is git's: unknown on a copy
+    if r.get("commit") in (None, "", "unknown"):
+        r["commit"] = commit
+digest = subprocess.run([sys.executable, "bench/gpu_check_digest.py"], capture_output=True,
                         text=True).stdout.strip() or None
 skipped = os.path.join(runs, "skipped.txt")
 skipped = open(skipped).read().splitlines() if os.path.exists(skipped) else []
 budgets = dict(zip(("deadline", "tests", "batch", "elapsed"), map(int, sys.argv[3:7])))
 budgets["each_benchmark"] = 120
-json.dump({"commit": commit, "versions": versions, "budgets": budgets, "skipped": skipped,
-           "runs": records}, open(dest, "w"), indent=1, sort_keys=True)
-print(len(records), "runs recorded in", dest, "; skipped or cut:", len(skipped))
+machine = {"node": platform.node(), "cpu": platform.machine(), "cpus": os.cpu_count(),
+           "python": platform.python_version(),
+           "gpus": [v for v in versions if v.startswith("GPU ")],
+           "simulator": os.environ.get("NUMBA_ENABLE_CUDASIM", "") not in ("", "0")}
+json.dump({"commit": commit, "sources_sha256": digest, "machine": machine,
+           "versions": versions, "budgets": budgets, "skipped": skipped, "runs": records},
+          open(dest, "w"), indent=1, sort_keys=True)
+print(len(records), "runs recorded in", dest, "at commit", commit, "; skipped or cut:",
+      len(skipped))
 EOF
 echo "done after $((SECONDS - start)) s"
