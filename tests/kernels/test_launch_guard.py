@@ -68,3 +68,23 @@ def test_recordings_nest():
         kernel[1, 4](dev, dev, (dev, dev))
     assert [p for _, p in inner] == [((2, 1),)]
     assert [p for _, p in outer] == [((2, 1),), ()]
+
+
+def test_a_package_kernel_handed_a_host_array_fails_the_check():
+    from tensorsched.kernels.fused import _cuda as FC
+
+    old = tuple(cuda.to_device(np.ones((2, w), t)) for w, t in ((2, np.int64), (1, np.int8),
+                                                                (1, np.int32)))
+    new = tuple(cuda.to_device(np.zeros((3, w), t)) for w, t in ((2, np.int64), (1, np.int8),
+                                                                 (1, np.int32)))
+    colmap = np.array([0, 1, 0, 0], np.int64)
+    with LG.recording() as got:
+        FC.launch_relayout(old, new, colmap)            # the column map left on the host
+    assert got == [("tensorsched.kernels.fused._cuda:relayout_kernel", (6,))]
+    with pytest.raises(AssertionError, match="relayout_kernel arguments"):
+        LG.assert_device_arrays_only(got)
+    with LG.recording() as got:
+        FC.launch_relayout(old, new, cuda.to_device(colmap))
+    LG.assert_device_arrays_only(got)
+    assert new[0].copy_to_host().tolist() == [[1, 1], [1, 1], [0, 0]]
+    assert new[2].copy_to_host().tolist() == [[1], [1], [-1]]

@@ -102,6 +102,15 @@ def unintended(launches, package: str | None = "tensorsched.") -> list[tuple[str
     return out
 
 
+def assert_device_arrays_only(launches) -> None:
+    """AssertionError naming each launch of ``unintended(launches)``."""
+    bad = unintended(launches)
+    if bad:
+        raise AssertionError("kernel launches handed host arrays (not in "
+                             "launch_guard.INTENDED): "
+                             + "; ".join(f"{k} arguments {p}" for k, p in bad))
+
+
 # -- the pytest plugin -----------------------------------------------------
 
 def _enabled() -> bool:
@@ -120,10 +129,7 @@ def device_arrays_only():
         return
     with recording() as got:
         yield
-    bad = unintended(got)
-    if bad:
-        pytest.fail("kernel launches handed host arrays (not in launch_guard.INTENDED): "
-                    + "; ".join(f"{k} arguments {p}" for k, p in bad))
+    assert_device_arrays_only(got)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -136,8 +142,7 @@ def pytest_pyfunc_call(pyfuncitem):
     with recording() as got:
         outcome = yield
     if outcome.excinfo is None:
-        bad = unintended(got)
-        if bad:
-            lines = "; ".join(f"{k} arguments {p}" for k, p in bad)
-            outcome.force_exception(AssertionError(
-                f"kernel launches handed host arrays (not in launch_guard.INTENDED): {lines}"))
+        try:
+            assert_device_arrays_only(got)
+        except AssertionError as e:
+            outcome.force_exception(e)
