@@ -42,6 +42,10 @@
 # either way (bench/gpu_check_digest.py in a checkout gives its digest).
 # Every step's timeout sends SIGKILL 10 s after its SIGTERM, so a hung
 # step (a kernel that never returns) cannot hold the device past its budget.
+# First a smoke kernel is compiled, launched and read back; where the cuda
+# backend cannot run (no device, numba-cuda refusing the NumPy installed:
+# carry a NumPy 2.4 wheel for the image's Python in .whl/) the script says
+# why in versions.log and gpu-check.json and stops at once with exit 3.
 # A dry run here: NUMBA_ENABLE_CUDASIM=1 GPU_CHECK_NODES=300 GPU_CHECK_DIV=100
 # (tiny sizes throughout; the simulator is slow, so the tests time out);
 # of the preemption benchmarks on counts alone, add GPU_CHECK_TEST_SECONDS=0
@@ -94,6 +98,43 @@ export PYTHONUNBUFFERED=1
 
 left() { echo $(( deadline - (SECONDS - start) )); }
 
+# gpu-check.json: every record of $runs, the commit, the machine, the
+# budgets and what was skipped or cut
+record_all() {
+"$py" - "$runs" "$out/gpu-check.json" "$deadline" "$test_budget" "$batch_max" \
+  "$((SECONDS - start))" <<'EOF'
+import glob, hashlib, json, os, platform, subprocess, sys
+runs, dest = sys.argv[1], sys.argv[2]
+records = [json.load(open(p)) for p in sorted(glob.glob(runs + "/*.json"))]
+versions = open(dest.rsplit("/", 1)[0] + "/versions.log").read().splitlines()
+# The commit: GPU_CHECK_COMMIT (a device gets a copy of the working tree,
+# without .git), else git's.  The sources' digest says which tree ran
+# either way (bench/gpu_check_digest.py gives a checkout's).
+commit = os.environ.get("GPU_CHECK_COMMIT") or subprocess.run(
+    ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+commit = commit or "unknown"
+for r in records:                   # a record's own commit is git's: unknown on a copy
+    if r.get("commit") in (None, "", "unknown"):
+        r["commit"] = commit
+digest = subprocess.run([sys.executable, "bench/gpu_check_digest.py"], capture_output=True,
+                        text=True).stdout.strip() or None
+skipped = os.path.join(runs, "skipped.txt")
+skipped = open(skipped).read().splitlines() if os.path.exists(skipped) else []
+budgets = dict(zip(("deadline", "tests", "batch", "elapsed"), map(int, sys.argv[3:7])))
+budgets["each_benchmark"] = 120
+machine = {"node": platform.node(), "cpu": platform.machine(), "cpus": os.cpu_count(),
+           "python": platform.python_version(),
+           "gpus": [v for v in versions if v.startswith("GPU ")],
+           "simulator": os.environ.get("NUMBA_ENABLE_CUDASIM", "") not in ("", "0")}
+json.dump({"commit": commit, "sources_sha256": digest, "machine": machine,
+           "versions": versions, "budgets": budgets, "skipped": skipped, "runs": records},
+          open(dest, "w"), indent=1, sort_keys=True)
+print(len(records), "runs recorded in", dest, "at commit", commit, "; skipped or cut:",
+      len(skipped))
+EOF
+}
+
+
 {
   nvidia-smi -L 2>&1 || true
   "$py" - <<'EOF'
@@ -106,10 +147,46 @@ for name in ("numpy", "numba", "numba-cuda", "cupy-cuda13x", "cupy-cuda12x", "py
         print(name, version(name))
     except PackageNotFoundError:
         pass
+import time
 from tensorsched.kernels._deps import cuda_unavailable_reason
-print("cuda backend:", cuda_unavailable_reason() or "available")
+reason = cuda_unavailable_reason()
+if reason is None:
+    # one tiny kernel compiled, launched and read back: a driver that
+    # refuses numba-cuda's PTX, or a broken toolkit, shows here in seconds
+    t0 = time.perf_counter()
+    try:
+        import numpy as np
+        from numba import cuda
+
+        @cuda.jit
+        def smoke(a):
+            i = cuda.grid(1)
+            if i < a.shape[0]:
+                a[i] = 2 * i
+
+        d = cuda.to_device(np.zeros(64, np.int64))
+        smoke[1, 64](d)
+        if d.copy_to_host().tolist() != list(range(0, 128, 2)):
+            reason = "a smoke kernel ran but wrote wrong values"
+        else:
+            print(f"cuda smoke kernel: compiled, ran and read back in "
+                  f"{time.perf_counter() - t0:.1f} s")
+    except Exception as exc:
+        reason = f"a smoke kernel failed: {type(exc).__name__}: {exc}"
+print("cuda backend:", reason or "available")
 EOF
 } 2>&1 | tee "$out/versions.log"
+
+# Without a working cuda backend nothing here measures the device: stop
+# now (exit 3), so a rerun (a NumPy wheel carried in .whl/, say) keeps the
+# device time.
+if ! grep -q "^cuda backend: available" "$out/versions.log"; then
+  grep "^cuda backend:" "$out/versions.log" >> "$runs/skipped.txt"
+  echo "stopped: the cuda backend cannot run (versions.log); nothing else ran" \
+    | tee -a "$runs/skipped.txt"
+  record_all
+  exit 3
+fi
 
 echo "== tests (cudasim and gpu marks, on the device) =="
 (( test_budget > $(left) )) && test_budget=$(left)
@@ -262,35 +339,5 @@ r['same_placements']) for r in d['runs']]" "$f"
   bench dra-gpu 2000
 } 2>&1 | tee -a "$out/bench.log"
 
-"$py" - "$runs" "$out/gpu-check.json" "$deadline" "$test_budget" "$batch_max" \
-  "$((SECONDS - start))" <<'EOF'
-import glob, hashlib, json, os, platform, subprocess, sys
-runs, dest = sys.argv[1], sys.argv[2]
-records = [json.load(open(p)) for p in sorted(glob.glob(runs + "/*.json"))]
-versions = open(dest.rsplit("/", 1)[0] + "/versions.log").read().splitlines()
-# The commit: GPU_CHECK_COMMIT (a device gets a copy of the working tree,
-# without .git), else git's.  The sources' digest says which tree ran
-# either way (bench/gpu_check_digest.py gives a checkout's).
-commit = os.environ.get("GPU_CHECK_COMMIT") or subprocess.run(
-    ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-commit = commit or "unknown"
-for r in records:                   # a record's own commit is git's: unknown on a copy
-    if r.get("commit") in (None, "", "unknown"):
-        r["commit"] = commit
-digest = subprocess.run([sys.executable, "bench/gpu_check_digest.py"], capture_output=True,
-                        text=True).stdout.strip() or None
-skipped = os.path.join(runs, "skipped.txt")
-skipped = open(skipped).read().splitlines() if os.path.exists(skipped) else []
-budgets = dict(zip(("deadline", "tests", "batch", "elapsed"), map(int, sys.argv[3:7])))
-budgets["each_benchmark"] = 120
-machine = {"node": platform.node(), "cpu": platform.machine(), "cpus": os.cpu_count(),
-           "python": platform.python_version(),
-           "gpus": [v for v in versions if v.startswith("GPU ")],
-           "simulator": os.environ.get("NUMBA_ENABLE_CUDASIM", "") not in ("", "0")}
-json.dump({"commit": commit, "sources_sha256": digest, "machine": machine,
-           "versions": versions, "budgets": budgets, "skipped": skipped, "runs": records},
-          open(dest, "w"), indent=1, sort_keys=True)
-print(len(records), "runs recorded in", dest, "at commit", commit, "; skipped or cut:",
-      len(skipped))
-EOF
+record_all
 echo "done after $((SECONDS - start)) s"
