@@ -173,6 +173,9 @@ if reason is None:
                   f"{time.perf_counter() - t0:.1f} s")
     except Exception as exc:
         reason = f"a smoke kernel failed: {type(exc).__name__}: {exc}"
+from tensorsched.kernels._deps import cupy
+# the sort path's device sort is CuPy's; without it run_sort sorts on the host
+print("device sort:", "cupy" if cupy is not None else "none (run_sort sorts on the host)")
 print("cuda backend:", reason or "available")
 EOF
 } 2>&1 | tee "$out/versions.log"
