@@ -23,7 +23,8 @@
 # = ~14 min.  Run it with the command's own limit at GPU_CHECK_SECONDS + 60.
 # The steps' budgets: the tests at most GPU_CHECK_TEST_SECONDS (90), the
 # batched engines at most GPU_CHECK_BATCH_SECONDS (170; batch_check stops
-# starting parts 10 s before), each queue benchmark at most 120 s and none
+# starting parts 10 s before), each queue benchmark at most
+# GPU_CHECK_BENCH_SECONDS (120; a dry run under the simulator lifts it) and none
 # started with under 20 s left.  A rerun can take what the first run left:
 # GPU_CHECK_TEST_SECONDS=0 skips the tests, GPU_CHECK_BATCH_PARTS (say
 # departures,fit_multi) runs those of batch_check's parts only, and
@@ -48,6 +49,9 @@
 # why in versions.log and gpu-check.json and stops at once with exit 3.
 # A dry run here: NUMBA_ENABLE_CUDASIM=1 GPU_CHECK_NODES=300 GPU_CHECK_DIV=100
 # (tiny sizes throughout; the simulator is slow, so the tests time out);
+# every part reached: add GPU_CHECK_SECONDS=4000 GPU_CHECK_BATCH_SECONDS=2000
+# GPU_CHECK_BENCH_SECONDS=600 (~20 min on 2 loaded cores,
+# bench/results/gpu-check-dryrun-cudasim.json);
 # of the preemption benchmarks on counts alone, add GPU_CHECK_TEST_SECONDS=0
 # GPU_CHECK_BATCH_SECONDS=0 GPU_CHECK_BENCHES=preemption-spread,preemption-antiaffinity
 # (bench/results/gpu-check-dryrun-cudasim-preemption-counts.json).
@@ -57,6 +61,7 @@ start=$SECONDS
 deadline=${GPU_CHECK_SECONDS:-300}
 test_budget=${GPU_CHECK_TEST_SECONDS:-90}
 batch_max=${GPU_CHECK_BATCH_SECONDS:-170}
+bench_max=${GPU_CHECK_BENCH_SECONDS:-120}
 nodes=${GPU_CHECK_NODES:-10000}
 div=${GPU_CHECK_DIV:-1}
 py=${PYTHON:-python3}
@@ -102,7 +107,7 @@ left() { echo $(( deadline - (SECONDS - start) )); }
 # budgets and what was skipped or cut
 record_all() {
 "$py" - "$runs" "$out/gpu-check.json" "$deadline" "$test_budget" "$batch_max" \
-  "$((SECONDS - start))" <<'EOF'
+  "$((SECONDS - start))" "$bench_max" <<'EOF'
 import glob, hashlib, json, os, platform, subprocess, sys
 runs, dest = sys.argv[1], sys.argv[2]
 records = [json.load(open(p)) for p in sorted(glob.glob(runs + "/*.json"))]
@@ -121,7 +126,7 @@ digest = subprocess.run([sys.executable, "bench/gpu_check_digest.py"], capture_o
 skipped = os.path.join(runs, "skipped.txt")
 skipped = open(skipped).read().splitlines() if os.path.exists(skipped) else []
 budgets = dict(zip(("deadline", "tests", "batch", "elapsed"), map(int, sys.argv[3:7])))
-budgets["each_benchmark"] = 120
+budgets["each_benchmark"] = int(sys.argv[7])
 machine = {"node": platform.node(), "cpu": platform.machine(), "cpus": os.cpu_count(),
            "python": platform.python_version(),
            "gpus": [v for v in versions if v.startswith("GPU ")],
@@ -221,7 +226,7 @@ bench() {
       echo "skipped $workload $backend: deadline" | tee -a "$runs/skipped.txt"
       continue
     fi
-    (( budget > 120 )) && budget=120
+    (( budget > bench_max )) && budget=$bench_max
     local file="$runs/$workload-$pods-$backend${extra// /}.json"
     timeout -k 10 "$budget" "$py" -m tensorsched.cli bench --workload "$workload" --nodes "$nodes" \
       --pods "$pods" --backend "$backend" $extra --output "$file" > /dev/null 2>>"$out/bench.log" \
@@ -319,7 +324,7 @@ print('cycle on cuda: p50', d.get('p50_us'), 'us (target <= 200);', \
   # the sort path of one run of alike pods on the device against numba's
   # (same placements asserted): issue target 40M pods/s at 400,000 pods
   budget=$(left)
-  (( budget > 120 )) && budget=120
+  (( budget > bench_max )) && budget=$bench_max
   if [ -n "${GPU_CHECK_BENCHES:-}" ] && [[ ",$GPU_CHECK_BENCHES," != *",run_sort,"* ]]; then
     :   # not asked for
   elif (( budget >= 20 )); then
