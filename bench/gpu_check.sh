@@ -23,7 +23,8 @@
 # = ~14 min.  Run it with the command's own limit at GPU_CHECK_SECONDS + 60.
 # The steps' budgets: the tests at most GPU_CHECK_TEST_SECONDS (90), the
 # batched engines at most GPU_CHECK_BATCH_SECONDS (170; batch_check stops
-# starting parts 10 s before), each queue benchmark at most 120 s and none
+# starting parts 10 s before), each queue benchmark at most
+# GPU_CHECK_BENCH_SECONDS (120; a dry run under the simulator lifts it) and none
 # started with under 20 s left.  A rerun can take what the first run left:
 # GPU_CHECK_TEST_SECONDS=0 skips the tests, GPU_CHECK_BATCH_PARTS (say
 # departures,fit_multi) runs those of batch_check's parts only, and
@@ -34,9 +35,23 @@
 # so: in bench.log and
 # in gpu-check.json ("budgets", "skipped", batch-check's "not_run" and each
 # part's "skipped").  Outputs (under $OUT, else bench/results/gpu-check):
-# versions.log, tests.log, bench.log, gpu-check.json (every record).
+# versions.log, tests.log, bench.log, gpu-check.json (every record, with
+# "commit", "sources_sha256", "machine" (its GPUs from nvidia-smi -L) and
+# each record's "backend").  A device gets a copy of the working tree
+# without .git: give the commit as GPU_CHECK_COMMIT=<hash> (records whose
+# own commit says "unknown" take it); "sources_sha256" names the tree run
+# either way (bench/gpu_check_digest.py in a checkout gives its digest).
+# Every step's timeout sends SIGKILL 10 s after its SIGTERM, so a hung
+# step (a kernel that never returns) cannot hold the device past its budget.
+# First a smoke kernel is compiled, launched and read back; where the cuda
+# backend cannot run (no device, numba-cuda refusing the NumPy installed:
+# carry a NumPy 2.4 wheel for the image's Python in .whl/) the script says
+# why in versions.log and gpu-check.json and stops at once with exit 3.
 # A dry run here: NUMBA_ENABLE_CUDASIM=1 GPU_CHECK_NODES=300 GPU_CHECK_DIV=100
 # (tiny sizes throughout; the simulator is slow, so the tests time out);
+# every part reached: add GPU_CHECK_SECONDS=4000 GPU_CHECK_BATCH_SECONDS=2000
+# GPU_CHECK_BENCH_SECONDS=600 (~20 min on 2 loaded cores,
+# bench/results/gpu-check-dryrun-cudasim.json);
 # of the preemption benchmarks on counts alone, add GPU_CHECK_TEST_SECONDS=0
 # GPU_CHECK_BATCH_SECONDS=0 GPU_CHECK_BENCHES=preemption-spread,preemption-antiaffinity
 # (bench/results/gpu-check-dryrun-cudasim-preemption-counts.json).
@@ -46,6 +61,7 @@ start=$SECONDS
 deadline=${GPU_CHECK_SECONDS:-300}
 test_budget=${GPU_CHECK_TEST_SECONDS:-90}
 batch_max=${GPU_CHECK_BATCH_SECONDS:-170}
+bench_max=${GPU_CHECK_BENCH_SECONDS:-120}
 nodes=${GPU_CHECK_NODES:-10000}
 div=${GPU_CHECK_DIV:-1}
 py=${PYTHON:-python3}
@@ -87,6 +103,43 @@ export PYTHONUNBUFFERED=1
 
 left() { echo $(( deadline - (SECONDS - start) )); }
 
+# gpu-check.json: every record of $runs, the commit, the machine, the
+# budgets and what was skipped or cut
+record_all() {
+"$py" - "$runs" "$out/gpu-check.json" "$deadline" "$test_budget" "$batch_max" \
+  "$((SECONDS - start))" "$bench_max" <<'EOF'
+import glob, hashlib, json, os, platform, subprocess, sys
+runs, dest = sys.argv[1], sys.argv[2]
+records = [json.load(open(p)) for p in sorted(glob.glob(runs + "/*.json"))]
+versions = open(dest.rsplit("/", 1)[0] + "/versions.log").read().splitlines()
+# The commit: GPU_CHECK_COMMIT (a device gets a copy of the working tree,
+# without .git), else git's.  The sources' digest says which tree ran
+# either way (bench/gpu_check_digest.py gives a checkout's).
+commit = os.environ.get("GPU_CHECK_COMMIT") or subprocess.run(
+    ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+commit = commit or "unknown"
+for r in records:                   # a record's own commit is git's: unknown on a copy
+    if r.get("commit") in (None, "", "unknown"):
+        r["commit"] = commit
+digest = subprocess.run([sys.executable, "bench/gpu_check_digest.py"], capture_output=True,
+                        text=True).stdout.strip() or None
+skipped = os.path.join(runs, "skipped.txt")
+skipped = open(skipped).read().splitlines() if os.path.exists(skipped) else []
+budgets = dict(zip(("deadline", "tests", "batch", "elapsed"), map(int, sys.argv[3:7])))
+budgets["each_benchmark"] = int(sys.argv[7])
+machine = {"node": platform.node(), "cpu": platform.machine(), "cpus": os.cpu_count(),
+           "python": platform.python_version(),
+           "gpus": [v for v in versions if v.startswith("GPU ")],
+           "simulator": os.environ.get("NUMBA_ENABLE_CUDASIM", "") not in ("", "0")}
+json.dump({"commit": commit, "sources_sha256": digest, "machine": machine,
+           "versions": versions, "budgets": budgets, "skipped": skipped, "runs": records},
+          open(dest, "w"), indent=1, sort_keys=True)
+print(len(records), "runs recorded in", dest, "at commit", commit, "; skipped or cut:",
+      len(skipped))
+EOF
+}
+
+
 {
   nvidia-smi -L 2>&1 || true
   "$py" - <<'EOF'
@@ -99,20 +152,60 @@ for name in ("numpy", "numba", "numba-cuda", "cupy-cuda13x", "cupy-cuda12x", "py
         print(name, version(name))
     except PackageNotFoundError:
         pass
+import time
 from tensorsched.kernels._deps import cuda_unavailable_reason
-print("cuda backend:", cuda_unavailable_reason() or "available")
+reason = cuda_unavailable_reason()
+if reason is None:
+    # one tiny kernel compiled, launched and read back: a driver that
+    # refuses numba-cuda's PTX, or a broken toolkit, shows here in seconds
+    t0 = time.perf_counter()
+    try:
+        import numpy as np
+        from numba import cuda
+
+        @cuda.jit
+        def smoke(a):
+            i = cuda.grid(1)
+            if i < a.shape[0]:
+                a[i] = 2 * i
+
+        d = cuda.to_device(np.zeros(64, np.int64))
+        smoke[1, 64](d)
+        if d.copy_to_host().tolist() != list(range(0, 128, 2)):
+            reason = "a smoke kernel ran but wrote wrong values"
+        else:
+            print(f"cuda smoke kernel: compiled, ran and read back in "
+                  f"{time.perf_counter() - t0:.1f} s")
+    except Exception as exc:
+        reason = f"a smoke kernel failed: {type(exc).__name__}: {exc}"
+from tensorsched.kernels._deps import cupy
+# the sort path's device sort is CuPy's; without it run_sort sorts on the host
+print("device sort:", "cupy" if cupy is not None else "none (run_sort sorts on the host)")
+print("cuda backend:", reason or "available")
 EOF
 } 2>&1 | tee "$out/versions.log"
+
+# Without a working cuda backend nothing here measures the device: stop
+# now (exit 3), so a rerun (a NumPy wheel carried in .whl/, say) keeps the
+# device time.
+if ! grep -q "^cuda backend: available" "$out/versions.log"; then
+  grep "^cuda backend:" "$out/versions.log" >> "$runs/skipped.txt"
+  echo "stopped: the cuda backend cannot run (versions.log); nothing else ran" \
+    | tee -a "$runs/skipped.txt"
+  record_all
+  exit 3
+fi
 
 echo "== tests (cudasim and gpu marks, on the device) =="
 (( test_budget > $(left) )) && test_budget=$(left)
 if (( test_budget >= 5 )); then
-  timeout "$test_budget" "$py" -m pytest -q -n 8 -m "cudasim or gpu" \
+  timeout -k 10 "$test_budget" "$py" -m pytest -q -n 8 -m "cudasim or gpu" \
     -p no:cacheprovider --continue-on-collection-errors --tb=short -rfE 2>&1 \
     | tee "$out/tests.log" | tail -n 40
   tests_rc=${PIPESTATUS[0]}
   echo "tests exit: $tests_rc after $((SECONDS - start)) s"
-  [ "$tests_rc" = 124 ] && echo "tests: cut at their budget of $test_budget s" >> "$runs/skipped.txt"
+  [[ "$tests_rc" = 124 || "$tests_rc" = 137 ]] \
+    && echo "tests: cut at their budget of $test_budget s" >> "$runs/skipped.txt"
 else
   echo "skipped tests: a budget of $test_budget s" | tee -a "$runs/skipped.txt"
 fi
@@ -133,9 +226,9 @@ bench() {
       echo "skipped $workload $backend: deadline" | tee -a "$runs/skipped.txt"
       continue
     fi
-    (( budget > 120 )) && budget=120
+    (( budget > bench_max )) && budget=$bench_max
     local file="$runs/$workload-$pods-$backend${extra// /}.json"
-    timeout "$budget" "$py" -m tensorsched.cli bench --workload "$workload" --nodes "$nodes" \
+    timeout -k 10 "$budget" "$py" -m tensorsched.cli bench --workload "$workload" --nodes "$nodes" \
       --pods "$pods" --backend "$backend" $extra --output "$file" > /dev/null 2>>"$out/bench.log" \
       || echo "FAILED $workload $backend $extra (exit $?)" | tee -a "$runs/skipped.txt"
     [ -f "$file" ] && "$py" -c "import json,sys; d=json.load(open(sys.argv[1])); \
@@ -161,12 +254,13 @@ if (( batch_budget >= 30 )); then
   fi
   [ "$div" != 1 ] && batch_args+=(--tiny)
   [ -n "${GPU_CHECK_BATCH_PARTS:-}" ] && batch_args+=(--parts "$GPU_CHECK_BATCH_PARTS")
-  timeout "$batch_budget" "$py" -m tensorsched.bench.batch_check "${batch_args[@]}" \
+  timeout -k 10 "$batch_budget" "$py" -m tensorsched.bench.batch_check "${batch_args[@]}" \
     --seconds $(( batch_budget - 10 )) --out "$runs" 2>&1 | tee -a "$out/bench.log" \
     | grep -v '^ ' | tail -n 40
   batch_rc=${PIPESTATUS[0]}
   echo "batch check exit: $batch_rc after $((SECONDS - start)) s"
-  [ "$batch_rc" = 124 ] && echo "batch check: cut at its budget of $batch_budget s" \
+  [[ "$batch_rc" = 124 || "$batch_rc" = 137 ]] \
+    && echo "batch check: cut at its budget of $batch_budget s" \
     >> "$runs/skipped.txt"
 else
   echo "skipped batch check: deadline" | tee -a "$runs/skipped.txt"
@@ -230,14 +324,20 @@ print('cycle on cuda: p50', d.get('p50_us'), 'us (target <= 200);', \
   # the sort path of one run of alike pods on the device against numba's
   # (same placements asserted): issue target 40M pods/s at 400,000 pods
   budget=$(left)
-  (( budget > 120 )) && budget=120
+  (( budget > bench_max )) && budget=$bench_max
   if [ -n "${GPU_CHECK_BENCHES:-}" ] && [[ ",$GPU_CHECK_BENCHES," != *",run_sort,"* ]]; then
     :   # not asked for
   elif (( budget >= 20 )); then
-    timeout "$budget" "$py" -m tensorsched.bench.run_sort --backend cuda --nodes "$nodes" \
+    timeout -k 10 "$budget" "$py" -m tensorsched.bench.run_sort --backend cuda --nodes "$nodes" \
       --pods $(( 100000 / div )) $(( 400000 / div )) --output "$runs/run-sort-cuda.json" \
-      2>>"$out/bench.log" | tail -n 4 || echo "FAILED run_sort cuda (exit $?)" \
+      > /dev/null 2>>"$out/bench.log" || echo "FAILED run_sort cuda (exit $?)" \
       | tee -a "$runs/skipped.txt"
+    f="$runs/run-sort-cuda.json"
+    [ -f "$f" ] && "$py" -c "import json,sys; d=json.load(open(sys.argv[1])); \
+[print('run_sort', d['backend'], d['nodes'], 'x', r['pods'], r['path'], \
+r['sort_place_pods_per_cpu_second'], 'pods/CPU s (target 40M at 400,000); against', \
+r['other'], r['compiled_run_place_pods_per_cpu_second'], '; same placements:', \
+r['same_placements']) for r in d['runs']]" "$f"
   else
     echo "skipped run_sort cuda: deadline" | tee -a "$runs/skipped.txt"
   fi
@@ -247,20 +347,5 @@ print('cycle on cuda: p50', d.get('p50_us'), 'us (target <= 200);', \
   bench dra-gpu 2000
 } 2>&1 | tee -a "$out/bench.log"
 
-"$py" - "$runs" "$out/gpu-check.json" "$deadline" "$test_budget" "$batch_max" \
-  "$((SECONDS - start))" <<'EOF'
-import glob, json, os, subprocess, sys
-runs, dest = sys.argv[1], sys.argv[2]
-records = [json.load(open(p)) for p in sorted(glob.glob(runs + "/*.json"))]
-versions = open(dest.rsplit("/", 1)[0] + "/versions.log").read().splitlines()
-commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                        text=True).stdout.strip() or None
-skipped = os.path.join(runs, "skipped.txt")
-skipped = open(skipped).read().splitlines() if os.path.exists(skipped) else []
-budgets = dict(zip(("deadline", "tests", "batch", "elapsed"), map(int, sys.argv[3:7])))
-budgets["each_benchmark"] = 120
-json.dump({"commit": commit, "versions": versions, "budgets": budgets, "skipped": skipped,
-           "runs": records}, open(dest, "w"), indent=1, sort_keys=True)
-print(len(records), "runs recorded in", dest, "; skipped or cut:", len(skipped))
-EOF
+record_all
 echo "done after $((SECONDS - start)) s"

@@ -8,6 +8,7 @@ them, thread 0 keeping the queue); Random's drawn rows on such a trace."""
 import numpy as np
 import pytest
 from support.backends import needs_cuda
+from support.launch_guard import device_arrays_only  # noqa: F401 (autouse)
 from support.openb import openb_slice, read_openb_slice, simulate_trace, with_durations
 
 from tensorsched.kernels.gpu.share import POLICIES

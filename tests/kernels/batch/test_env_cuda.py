@@ -7,6 +7,7 @@ observations; and ``backend='cuda'`` refused cleanly where no device is."""
 import numpy as np
 import pytest
 from support.backends import cuda_available, needs_cuda
+from support.launch_guard import device_arrays_only  # noqa: F401 (autouse)
 from support.openb import openb_slice, read_openb_slice, with_durations
 
 pytest.importorskip("gymnasium")

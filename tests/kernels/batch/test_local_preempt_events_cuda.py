@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import yaml
 from support.backends import needs_cuda
+from support.launch_guard import device_arrays_only  # noqa: F401 (autouse)
 from support.preempt_inputs import write_inputs
 
 from tensorsched.experiments import simulate_run as run

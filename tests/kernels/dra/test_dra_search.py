@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from support.backends import backend_params
 from support.dra import CLASS, constrained_clusters
+from support.launch_guard import device_arrays_only  # noqa: F401 (autouse)
 
 from tensorsched.framework.state.dra_allocator import Allocator, DraFeatures
 from tensorsched.kernels.dra import FIT, NO_FIT, UNDECIDED, first_fit_search

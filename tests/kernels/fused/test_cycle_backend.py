@@ -7,6 +7,7 @@ nothing of the row cache copied back (four numbers a cycle)."""
 
 import pytest
 from support.backends import needs_cuda
+from support.launch_guard import device_arrays_only  # noqa: F401 (autouse)
 
 from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.scheduler.cluster import build_cluster

@@ -7,6 +7,7 @@ import pytest
 from cycle_cases import cycles, numba_answer
 from hypothesis import given, settings
 from support.backends import needs_cuda
+from support.launch_guard import device_arrays_only  # noqa: F401 (autouse)
 
 from tensorsched.kernels.fused import cycle
 from tensorsched.kernels.fused._core import RES_PODS

@@ -9,6 +9,7 @@ backend's over random event sequences, the packs equal the host columns."""
 import pytest
 from hypothesis import given, settings, strategies as st
 from support.backends import needs_cuda
+from support.launch_guard import device_arrays_only  # noqa: F401 (autouse)
 
 from tensorsched.bench.gpu_counters import EVENTS, event_counts
 from tensorsched.framework.parsing.manifests import parse_pod

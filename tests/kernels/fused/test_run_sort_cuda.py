@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.backends import needs_cuda
 from support.kernel_inputs import DEFAULT_NORM, compiled, stage_case, state_of
+from support.launch_guard import device_arrays_only  # noqa: F401 (autouse)
 
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
