@@ -649,12 +649,15 @@ class ClusterState:
         one step per pod, each row's ``row_version`` and write-log entry the
         step of its last pod) and listener state as one call each.  Each
         touched row's columns change once per pod shape on it (the count
-        of its pods times the request), and the listeners are told after
-        every pod is out, in their many-pod form
-        (``PodListeners.pods_changed``).  Where that cannot hold (a listener
-        without a many-pod form, a key not bound or given twice) one at a
-        time, a refusal as ``remove_pod``'s (the pods before it removed).
-        Many pods at once: ``cluster_state.remove_pods`` (array passes)."""
+        of its pods times the request).  The listeners are told after every
+        pod is out (what a many-pod form promises to take), pod by pod in
+        ``remove_pod``'s order: for a few pods their one-pod form costs
+        less than the many-pod form's array passes, and derived sums step
+        their versions as one call each does.  Where that cannot hold (a
+        listener without a many-pod form, a key not bound or given twice)
+        one at a time, a refusal as ``remove_pod``'s (the pods before it
+        removed).  Many pods at once: ``cluster_state.remove_pods`` (array
+        passes)."""
         keys = list(keys)
         bound = self.pods
         if (len(keys) < 2 or not self.listeners.all_many() or len(set(keys)) != len(keys)
@@ -687,11 +690,12 @@ class ClusterState:
             requested[row, : req.shape[0]] -= req if count == 1 else count * req
             nonzero[row, 0] -= count * nz[0]
             nonzero[row, 1] -= count * nz[1]
-        rows = []
         for entry in entries:
             self._touch(entry.node_row)
-            rows.append(entry.node_row)
-        self.listeners.pods_changed([e.record for e in entries], np.array(rows, np.int64), -1)
+        each = self.listeners.each
+        for entry in entries:
+            for fn in each:
+                fn(entry.record, entry.node_row, -1)
         return entries
 
     def update_pod(self, pod: PodRecord, node_name: str | None = None) -> int:

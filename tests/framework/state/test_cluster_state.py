@@ -982,8 +982,8 @@ def test_remove_pods_method_equals_remove_pod_one_at_a_time(many, spec, data):
     """``ClusterState.remove_pods`` (pods of a few shapes on repeated rows,
     host ports, a listener with or without a many-pod form) leaves the
     columns, versions, write log, pod table (slots, bind order), each row's
-    pod order, tallies, ``PodCountIndex`` counts, ``DomainSums`` and what a
-    listener was told as ``remove_pod`` of each key in order, and returns
+    pod order, tallies, ``PodCountIndex`` counts, ``DomainSums`` (their
+    version steps too) and what a listener was told as ``remove_pod`` of each key in order, and returns
     the same ``PodRow``s; a key not bound or given twice is refused as
     those calls refuse it (the keys before it removed)."""
     spec = list({p[0]: (*p[:5], p[5], False, p[7] if p[7] != "gone" else "n2")
@@ -1015,6 +1015,7 @@ def test_remove_pods_method_equals_remove_pod_one_at_a_time(many, spec, data):
             [(e.record, e.node_row, e.shape_id, e.port_ids, e.slot) for e in want]
     assert _batch_view(*at_once) == _batch_view(*one)
     assert _log_view(at_once[0]) == _log_view(one[0])
+    assert at_once[2].version == one[2].version          # the sums' steps too
     # the sums follow the counts, and pods added after land in the same slots
     for s in (at_once, one):
         s[0].add_pod(_batch_pod(99, 100, 0, True, 7, False, False), "n4")
