@@ -983,9 +983,10 @@ def test_remove_pods_method_equals_remove_pod_one_at_a_time(many, spec, data):
     host ports, a listener with or without a many-pod form) leaves the
     columns, versions, write log, pod table (slots, bind order), each row's
     pod order, tallies, ``PodCountIndex`` counts, ``DomainSums`` (their
-    version steps too) and what a listener was told as ``remove_pod`` of each key in order, and returns
-    the same ``PodRow``s; a key not bound or given twice is refused as
-    those calls refuse it (the keys before it removed)."""
+    version steps too) and what a listener was told as ``remove_pod`` of
+    each key in order, and returns the same ``PodRow``s; a key not bound or
+    given twice is refused as those calls refuse it (the keys before it
+    removed)."""
     spec = list({p[0]: (*p[:5], p[5], False, p[7] if p[7] != "gone" else "n2")
                  for p in spec}.values())
     at_once, one = _batch_state(many), _batch_state(many)
