@@ -18,6 +18,7 @@ from tensorsched.framework.state.cluster_state import (
     _column_max,
     add_pods,
     parse_label_int,
+    remove_few_pods,
     remove_pods,
 )
 from tensorsched.framework.state.domain_counts import PodCountIndex
@@ -967,7 +968,7 @@ def test_runs_pods_reach_the_row_keys_in_order_on_the_next_read():
 
 
 # --------------------------------------------------------------------------
-# ClusterState.remove_pods (a preemptor's victims): remove_pod one at a time
+# remove_few_pods (a preemptor's victims): remove_pod one at a time
 
 
 def _log_view(s) -> tuple:
@@ -978,8 +979,8 @@ def _log_view(s) -> tuple:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(many=st.booleans(), spec=batch_pods, data=st.data())
-def test_remove_pods_method_equals_remove_pod_one_at_a_time(many, spec, data):
-    """``ClusterState.remove_pods`` (pods of a few shapes on repeated rows,
+def test_remove_few_pods_equals_remove_pod_one_at_a_time(many, spec, data):
+    """``remove_few_pods`` (pods of a few shapes on repeated rows,
     host ports, a listener with or without a many-pod form) leaves the
     columns, versions, write log, pod table (slots, bind order), each row's
     pod order, tallies, ``PodCountIndex`` counts, ``DomainSums`` (their
@@ -1008,10 +1009,10 @@ def test_remove_pods_method_equals_remove_pod_one_at_a_time(many, spec, data):
         err = str(e)
     if err is not None:
         with pytest.raises(StateError) as got:
-            at_once[0].remove_pods(keys)
+            remove_few_pods(at_once[0], keys)
         assert str(got.value) == err
     else:
-        got = at_once[0].remove_pods(keys)
+        got = remove_few_pods(at_once[0], keys)
         assert [(e.record, e.node_row, e.shape_id, e.port_ids, e.slot) for e in got] == \
             [(e.record, e.node_row, e.shape_id, e.port_ids, e.slot) for e in want]
     assert _batch_view(*at_once) == _batch_view(*one)
@@ -1023,7 +1024,7 @@ def test_remove_pods_method_equals_remove_pod_one_at_a_time(many, spec, data):
     assert _batch_view(*at_once) == _batch_view(*one)
 
 
-def test_remove_pods_method_changes_a_row_once_per_shape():
+def test_remove_few_pods_changes_a_row_once_per_shape():
     """Victims of one shape on one row: one write of the requested columns
     (their count times the request), one step of ``version`` per pod and
     the row stamped with the last one, as one at a time."""
@@ -1041,7 +1042,7 @@ def test_remove_pods_method_changes_a_row_once_per_shape():
             writes.append(key)
             super().__setitem__(key, value)
     at_once[0].requested = requested.view(Spy)
-    at_once[0].remove_pods(["default/p0", "default/p2", "default/p3"])
+    remove_few_pods(at_once[0], ["default/p0", "default/p2", "default/p3"])
     at_once[0].requested = requested
     for k in ("default/p0", "default/p2", "default/p3"):
         one[0].remove_pod(k)
