@@ -56,7 +56,6 @@ from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.framework.state.cluster_state import ClusterState
 from tensorsched.kernels import layout as L
 from tensorsched.kernels.backend_names import VICTIMS
-from tensorsched.kernels.fused import filters
 from tensorsched.kernels.fused.source import LOG_READ_MAX
 from tensorsched.kernels.victims import on_counts as VS
 from tensorsched.kernels.victims import pick as VP
@@ -892,11 +891,12 @@ def fits_on_row(state: ClusterState, q, row: int, host_filters=(), ctx=None) -> 
 
     A host filter with ``filter_row(ctx, row) -> bool`` (PodTopologySpread,
     InterPodAffinity: O(constraints) from their domain sums) answers for
-    the one row; the others' ``filter`` runs on it."""
+    the one row; the others' ``filter`` runs on it.  The built-in filters'
+    bits come from the scalar rule on that row (``victims.search.
+    row_reasons``), not from the array pass over a [1] row set."""
     cols = state.columns()
-    q2 = V.pad_query(cols, q)
+    bits = V.row_reasons(cols, V.pad_query(cols, q), row)
     one = np.array([row], np.int64)
-    bits = int(filters.node_reasons(cols, one, q2, xp=np)[0])
     if bits and ctx is not None:
         got = exempt_bits(host_filters, ctx, one)       # checks host filters take over
         if got is not None:

@@ -49,7 +49,7 @@ from tensorsched.framework.runtime.clock import Clock
 from tensorsched.framework.runtime.framework import Framework
 from tensorsched.framework.runtime.nominated_pods import NOMINATED_PODS, NominatedPods
 from tensorsched.framework.runtime.plugin import CycleContext
-from tensorsched.framework.state.cluster_state import add_pods, remove_pods
+from tensorsched.framework.state.cluster_state import add_pods, remove_few_pods, remove_pods
 
 from .binding import BindingCycle
 from .cluster import Cluster
@@ -129,6 +129,9 @@ class SchedulingCycle:
         # (the oracle of the tests, the before of the benchmarks).
         self.use_overlay = True
         self.terminating: list = []                    # heap (deadline, seq, key)
+        # Victims leave the state at once with one move request (``_evict``);
+        # False: one at a time, a move request each (the tests' oracle).
+        self.batch_evictions = True
         self._seq = itertools.count(1)
 
     # ------------------------------------------------------ nominated pods
@@ -399,23 +402,61 @@ class SchedulingCycle:
     # ---------------------------------------------------------- preemption
     def terminate_due(self, now: float) -> None:
         """Victims whose grace period ended by ``now`` leave the state (an
-        assigned-pod delete for the queue)."""
+        assigned-pod delete for the queue): all of them at once
+        (``cluster_state.remove_few_pods``) and one move request (``_evict``'s
+        doc: the same as one per pod)."""
         state = self.state
         terminating = self.terminating
+        due: dict = {}
         while terminating and terminating[0][0] <= now:
             _, _, key = heapq.heappop(terminating)
             if key in state.pods:
-                state.remove_pod(key)
-                self.queue.move_all(POD_DELETE)
+                due[key] = None
+        if not due:
+            return
+        if self.batch_evictions:
+            remove_few_pods(state, due)
+            self.queue.move_all(POD_DELETE)
+            return
+        for key in due:
+            state.remove_pod(key)
+            self.queue.move_all(POD_DELETE)
 
     def _evict(self, victims, node: str, preemptor: PodRecord) -> None:
+        """Evict ``victims`` (keys of pods bound on ``node``) for
+        ``preemptor``: per victim, in order, an eviction metric and a
+        Preempted event; then, without a grace period, the victims leave
+        the state at once (``cluster_state.remove_few_pods``: the same state as
+        one ``remove_pod`` each) and the queue hears ONE assigned-pod
+        delete.  Upstream each deletion is an event, but moving the
+        unschedulable pods on the same event at the same instant twice is
+        moving them once: the first move takes every pod interested in it
+        (activeQ or backoffQ by the same clock) and sets the move request
+        cycle, and nothing between the deletions puts a pod back among
+        them.  (A subscriber of the events reads the state before any of
+        the victims left, where one by one it saw the earlier ones gone.)
+        With a grace period each victim is marked terminating
+        (DisruptionTarget, deleting) and leaves at its deadline
+        (``terminate_due``).  ``batch_evictions`` False: one victim at a
+        time (the oracle of the tests)."""
         state = self.state
         grace = self.termination_grace_seconds
+        evictions = self.metrics.evictions
+        emit = self.events.emit
+        pkey = preemptor.key
+        if grace <= 0 and self.batch_evictions:
+            for key in victims:
+                evictions.append({"pod": key, "node": node, "preemptor": pkey})
+                emit("Preempted", key, node, f"preempted by {pkey} on node {node}",
+                     preemptor=pkey)
+            if victims:
+                remove_few_pods(state, victims)
+                self.queue.move_all(POD_DELETE)
+            return
         for key in victims:
-            self.metrics.evictions.append({"pod": key, "node": node, "preemptor": preemptor.key})
-            self.events.emit("Preempted", key, node,
-                             f"preempted by {preemptor.key} on node {node}",
-                             preemptor=preemptor.key)
+            evictions.append({"pod": key, "node": node, "preemptor": pkey})
+            emit("Preempted", key, node, f"preempted by {pkey} on node {node}",
+                 preemptor=pkey)
             if grace <= 0:
                 state.remove_pod(key)
                 self.queue.move_all(POD_DELETE)

@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tensorsched.kernels import layout as L
+from tensorsched.kernels.fused import _core as fused_core
 from tensorsched.kernels.fused import filters
 
 from ._core import CODE_NO_VICTIMS, CODE_NONE_LEFT, PRIORITY_OFFSET, START_NOW
@@ -84,6 +85,19 @@ def filter_args(cols: L.NodeColumns, q: L.PodQuery) -> tuple:
             q.taint_reject, bool(q.has_node_selector), bool(q.has_required),
             bool(q.has_added_required), q.program_terms, p.term_offsets, p.req_key, p.req_op,
             p.req_num, p.val_offsets, p.vals, q.port_conflicts)
+
+
+def row_reasons(cols: L.NodeColumns, q: L.PodQuery, row: int) -> int:
+    """The reason bits of node ``row`` alone (``filters.node_reasons``'s,
+    0 = feasible) as an int64 value: the fused core's per-node rule
+    (``fused._core.node_reasons``, the one the numba and cuda backends
+    compile) run as plain Python on scalars, a few dozen element reads
+    where the array twin pays a dozen NumPy calls on [1] arrays (a
+    preemptor's one-row retry).  ``q``'s bitsets as wide as the node
+    bitsets (``pad_query``)."""
+    bits = int(fused_core.node_reasons(row, *filter_args(cols, q)))
+    # Python's shift does not wrap: bit 63 (a 40th resource) reads as int64's sign
+    return bits - (1 << 64) if bits >= 1 << 63 else bits
 
 
 def _fit_width(mask, width):

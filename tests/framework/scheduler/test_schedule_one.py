@@ -182,3 +182,88 @@ def test_a_kept_row_is_read_again_when_it_changed_between_cycles():
     assert int(table.row_stamp[row]) > stamp
     _assert_as_read_afresh(cluster, table)
     cycle.remove_nominated(keys)
+
+
+# ------------------------------------------------------ evictions at once
+# A preemption with several victims removes them at once and moves the
+# unschedulable pods once (``SchedulingCycle._evict``): the queue (where each
+# pod is, its attempts, timestamp and backoff), the events, the metrics and
+# every later outcome are those of one victim at a time with a move each
+# (``batch_evictions`` False).
+
+def _evictions_run(batch: bool, grace: float, direct: bool):
+    objs = [node_dict("n0", cpu="1"), node_dict("n1", cpu="1")]
+    objs += [pod_dict(f"v{k}", cpu="300m", priority=5 + k, spec={"nodeName": "n0"},
+                      created=k) for k in range(3)]
+    objs += [pod_dict("keep", cpu="1", priority=1000, spec={"nodeName": "n1"})]
+    sched = Scheduler(build_cluster(objs, PREEMPT_CFG), termination_grace_seconds=grace)
+    sched.cycle.batch_evictions = batch
+    events = []
+    sched.subscribe("*", lambda e: events.append(dict(e)))
+    queue = sched.queue
+    # waiting pods that may not preempt (priority below the victims'):
+    # rejected by NodeResourcesFit, which an assigned-pod delete may help,
+    # tried at different times
+    for j, cpu in enumerate(("2", "3", "800m")):
+        sched.add_pod(pod_dict(f"wait{j}", cpu=cpu, priority=j, created=j))
+        sched.clock.advance(0.25)
+    for _ in range(3):
+        sched.schedule_one()
+    assert sorted(queue.unschedulable) == ["default/wait0", "default/wait1", "default/wait2"]
+    boss = pod_dict("boss", cpu="900m", priority=100)
+    if direct:
+        b = sched.schedule_one(parse_pod(boss))
+    else:
+        sched.add_pod(boss)
+        b = sched.schedule_one()
+    assert b.victims == ["default/v2", "default/v1", "default/v0"]
+
+    def queue_view():
+        return (queue.move_request_cycle, queue.scheduling_cycle,
+                sorted((k, pi.where, pi.attempts, pi.timestamp, pi.cycle,
+                        queue.backoff_expiry(pi), sorted(pi.unschedulable_plugins))
+                       for k, pi in queue.infos.items()))
+    after_evict = (queue_view(), sorted(sched.state.pods),
+                   sched.state.requested[:2].tolist(), sched.state.version)
+    if grace:
+        sched.clock.advance(grace)
+        sched.cycle.terminate_due(sched.clock.now())
+        after_evict += (queue_view(), sorted(sched.state.pods), sched.state.version)
+    outcomes = sched.run_until_idle()
+    return (after_evict, [(o.pod, o.node, o.message, o.nominated_node, o.victims)
+                          for o in outcomes],
+            events, list(sched.evictions), sched.preemptions, dict(sched.results),
+            sorted(sched.state.pods), queue_view())
+
+
+def test_victims_evicted_at_once_move_the_queue_as_one_at_a_time():
+    for grace in (0.0, 30.0):
+        for direct in (False, True):
+            at_once = _evictions_run(True, grace, direct)
+            one = _evictions_run(False, grace, direct)
+            assert at_once == one, (grace, direct)
+            moved = at_once[0][0] if not grace else at_once[0][4]
+            # the victims' deletion moved the waiting pods out of the pool
+            assert not [k for k, where, *_ in moved[2]
+                        if k.startswith("default/wait") and where == UNSCHEDULABLE]
+            assert len(at_once[3]) == 3 and [e["pod"] for e in at_once[2]
+                                              if e["event"] == "Preempted"] == \
+                ["default/v2", "default/v1", "default/v0"]
+
+
+def test_evicting_victims_at_once_removes_them_in_one_state_call(monkeypatch):
+    from tensorsched.framework.scheduler import schedule_one as S1
+    calls = []
+    objs = [node_dict("n0", cpu="1")] + [pod_dict(f"v{k}", cpu="300m", spec={"nodeName": "n0"})
+                                         for k in range(3)]
+    sched = Scheduler(build_cluster(objs, PREEMPT_CFG))
+    state = sched.state
+    one, many, move = state.remove_pod, S1.remove_few_pods, sched.queue.move_all
+    state.remove_pod = lambda key: calls.append(("remove_pod", key)) or one(key)
+    monkeypatch.setattr(S1, "remove_few_pods", lambda st, keys: calls.append(
+        ("remove_few_pods", list(keys))) or many(st, keys))
+    sched.queue.move_all = lambda *a, **k: calls.append(("move_all",) + a) or move(*a, **k)
+    b = sched.schedule_one(parse_pod(pod_dict("boss", cpu="900m", priority=100)))
+    assert b.node == "n0"
+    assert calls == [("remove_few_pods", ["default/v0", "default/v1", "default/v2"]),
+                     ("move_all", "Pod/Delete")]

@@ -1,7 +1,8 @@
 """kernels/fused/filters.py on its own: any_common_bit, term/program_matches,
 fit_reasons and node_reasons on hand-built columns with hand-checked
 answers, the NumPy twin against the Numba-compiled scalar core
-(``fused._core``) row by row, and the filters against the scalar oracle
+(``fused._core``) row by row and against that core run as Python on one
+row (``victims.search.row_reasons``), and the filters against the scalar oracle
 (tests/reference/oracle.py) on random clusters."""
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from support.kernel_inputs import (
 from tensorsched.kernels import layout as L
 from tensorsched.kernels.fused import _numba as FN
 from tensorsched.kernels.fused import filters as KF
-from tensorsched.kernels.victims.search import filter_args, pad_query
+from tensorsched.kernels.victims.search import filter_args, pad_query, row_reasons
 
 SETTINGS = {"max_examples": 25, "deadline": None, "derandomize": True,
                 "suppress_health_check": list(HealthCheck)}
@@ -55,6 +56,9 @@ def both(c, rows, q):
     got = KF.node_reasons(c, rows, q, xp=np)
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, core_reasons(c, rows, q))
+    # the same core run as Python on one row (preemption's retry)
+    padded = pad_query(c, q)
+    assert [row_reasons(c, padded, int(i)) for i in rows] == got.tolist()
     return got
 
 
