@@ -49,7 +49,7 @@ from tensorsched.framework.runtime.clock import Clock
 from tensorsched.framework.runtime.framework import Framework
 from tensorsched.framework.runtime.nominated_pods import NOMINATED_PODS, NominatedPods
 from tensorsched.framework.runtime.plugin import CycleContext
-from tensorsched.framework.state.cluster_state import add_pods, remove_few_pods, remove_pods
+from tensorsched.framework.state.cluster_state import add_pods, remove_pods
 
 from .binding import BindingCycle
 from .cluster import Cluster
@@ -402,9 +402,8 @@ class SchedulingCycle:
     # ---------------------------------------------------------- preemption
     def terminate_due(self, now: float) -> None:
         """Victims whose grace period ended by ``now`` leave the state (an
-        assigned-pod delete for the queue): all of them at once
-        (``cluster_state.remove_few_pods``) and one move request (``_evict``'s
-        doc: the same as one per pod)."""
+        assigned-pod delete for the queue): all of them, then one move
+        request (``_evict``'s doc: the same as one per pod)."""
         state = self.state
         terminating = self.terminating
         due: dict = {}
@@ -415,7 +414,8 @@ class SchedulingCycle:
         if not due:
             return
         if self.batch_evictions:
-            remove_few_pods(state, due)
+            for key in due:
+                state.remove_pod(key)
             self.queue.move_all(POD_DELETE)
             return
         for key in due:
@@ -426,9 +426,7 @@ class SchedulingCycle:
         """Evict ``victims`` (keys of pods bound on ``node``) for
         ``preemptor``: per victim, in order, an eviction metric and a
         Preempted event; then, without a grace period, the victims leave
-        the state at once (``cluster_state.remove_few_pods``: the same state as
-        one ``remove_pod`` each) and the queue hears ONE assigned-pod
-        delete.  Upstream each deletion is an event, but moving the
+        the state and the queue hears ONE assigned-pod delete.  Upstream each deletion is an event, but moving the
         unschedulable pods on the same event at the same instant twice is
         moving them once: the first move takes every pod interested in it
         (activeQ or backoffQ by the same clock) and sets the move request
@@ -450,7 +448,8 @@ class SchedulingCycle:
                 emit("Preempted", key, node, f"preempted by {pkey} on node {node}",
                      preemptor=pkey)
             if victims:
-                remove_few_pods(state, victims)
+                for key in victims:
+                    state.remove_pod(key)
                 self.queue.move_all(POD_DELETE)
             return
         for key in victims:

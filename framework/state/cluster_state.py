@@ -760,63 +760,6 @@ def remove_pods(state: ClusterState, keys) -> None:
 
 
 
-def remove_few_pods(state: ClusterState, keys) -> list[PodRow]:
-    """``state.remove_pod`` of each of ``keys`` in order, at once (a preemptor's
-    victims, a few pods on one or a few rows): their ``PodRow``s, and the
-    same columns, pod table (freed slots), counts, versions (``version``
-    one step per pod, each row's ``row_version`` and write-log entry the
-    step of its last pod) and listener state as one call each.  Each
-    touched row's columns change once per pod shape on it (the count
-    of its pods times the request).  The listeners are told after every
-    pod is out (what a many-pod form promises to take), pod by pod in
-    ``remove_pod``'s order: for a few pods their one-pod form costs
-    less than the many-pod form's array passes, and derived sums step
-    their versions as one call each does.  Where that cannot hold (a
-    listener without a many-pod form, a key not bound or given twice)
-    one at a time, a refusal as ``remove_pod``'s (the pods before it
-    removed).  Many pods at once: ``cluster_state.remove_pods`` (array
-    passes)."""
-    keys = list(keys)
-    bound = state.pods
-    if (len(keys) < 2 or not state.listeners.all_many() or len(set(keys)) != len(keys)
-            or not all(key in bound for key in keys)):
-        return [state.remove_pod(key) for key in keys]
-    prios, on_node, port_counts = state.priorities, state.pods_on_node, state.port_counts
-    entries = []
-    groups: dict = {}           # (row, shape id) -> [a PodRow of it, its count]
-    for key in keys:
-        entry = bound.pop(key)
-        entries.append(entry)
-        prios.remove(entry.record.priority or 0)
-        row = entry.node_row
-        got = groups.get((row, entry.shape_id))
-        if got is None:
-            groups[(row, entry.shape_id)] = [entry, 1]
-        else:
-            got[1] += 1
-        if entry.port_ids:
-            counts = port_counts[row]
-            for b in entry.port_ids:
-                counts[b] -= 1
-                if counts[b] == 0:
-                    del counts[b]
-                    state.port_bits[row, b >> 6] &= ~(np.int64(1) << np.int64(b & 63))
-        on_node[row].pop(key, None)
-    requested, nonzero = state.requested, state.nonzero_requested
-    for (row, _), (entry, count) in groups.items():
-        req, nz = entry.request, entry.nonzero
-        requested[row, : req.shape[0]] -= req if count == 1 else count * req
-        nonzero[row, 0] -= count * nz[0]
-        nonzero[row, 1] -= count * nz[1]
-    for entry in entries:
-        state._touch(entry.node_row)
-    each = state.listeners.each
-    for entry in entries:
-        for fn in each:
-            fn(entry.record, entry.node_row, -1)
-    return entries
-
-
 def _batch_rows(state: ClusterState, pods: list, names: list) -> tuple | None:
     """(node rows, shape ids) of ``pods`` when ``add_pods`` may add them
     at once (every listener has a many-pod form, no pod holds host

@@ -251,19 +251,16 @@ def test_victims_evicted_at_once_move_the_queue_as_one_at_a_time():
                 ["default/v2", "default/v1", "default/v0"]
 
 
-def test_evicting_victims_at_once_removes_them_in_one_state_call(monkeypatch):
-    from tensorsched.framework.scheduler import schedule_one as S1
+def test_evicting_victims_moves_the_queue_once():
     calls = []
     objs = [node_dict("n0", cpu="1")] + [pod_dict(f"v{k}", cpu="300m", spec={"nodeName": "n0"})
                                          for k in range(3)]
     sched = Scheduler(build_cluster(objs, PREEMPT_CFG))
     state = sched.state
-    one, many, move = state.remove_pod, S1.remove_few_pods, sched.queue.move_all
+    one, move = state.remove_pod, sched.queue.move_all
     state.remove_pod = lambda key: calls.append(("remove_pod", key)) or one(key)
-    monkeypatch.setattr(S1, "remove_few_pods", lambda st, keys: calls.append(
-        ("remove_few_pods", list(keys))) or many(st, keys))
     sched.queue.move_all = lambda *a, **k: calls.append(("move_all",) + a) or move(*a, **k)
     b = sched.schedule_one(parse_pod(pod_dict("boss", cpu="900m", priority=100)))
     assert b.node == "n0"
-    assert calls == [("remove_few_pods", ["default/v0", "default/v1", "default/v2"]),
-                     ("move_all", "Pod/Delete")]
+    assert calls == [("remove_pod", "default/v0"), ("remove_pod", "default/v1"),
+                     ("remove_pod", "default/v2"), ("move_all", "Pod/Delete")]

@@ -18,7 +18,6 @@ from tensorsched.framework.state.cluster_state import (
     _column_max,
     add_pods,
     parse_label_int,
-    remove_few_pods,
     remove_pods,
 )
 from tensorsched.framework.state.domain_counts import PodCountIndex
@@ -965,89 +964,3 @@ def test_runs_pods_reach_the_row_keys_in_order_on_the_next_read():
     assert [list(d) for d in s.pods_on_node[:3]] == want[:2] + [["default/z0"]]
     assert s.pods_on_node is vars(s)["pods_on_node"]
     assert [p.key for p in s.pods_on("n0")] == sorted(want[0])
-
-
-# --------------------------------------------------------------------------
-# remove_few_pods (a preemptor's victims): remove_pod one at a time
-
-
-def _log_view(s) -> tuple:
-    """The write log as its readers find it (rows and versions in order)."""
-    log = s.write_log
-    return log.floor, log.rows[: log.length].tolist(), log.versions[: log.length].tolist()
-
-
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(many=st.booleans(), spec=batch_pods, data=st.data())
-def test_remove_few_pods_equals_remove_pod_one_at_a_time(many, spec, data):
-    """``remove_few_pods`` (pods of a few shapes on repeated rows,
-    host ports, a listener with or without a many-pod form) leaves the
-    columns, versions, write log, pod table (slots, bind order), each row's
-    pod order, tallies, ``PodCountIndex`` counts, ``DomainSums`` (their
-    version steps too) and what a listener was told as ``remove_pod`` of
-    each key in order, and returns the same ``PodRow``s; a key not bound or
-    given twice is refused as those calls refuse it (the keys before it
-    removed)."""
-    spec = list({p[0]: (*p[:5], p[5], False, p[7] if p[7] != "gone" else "n2")
-                 for p in spec}.values())
-    at_once, one = _batch_state(many), _batch_state(many)
-    pods = [_batch_pod(*p[:7]) for p in spec]
-    names = [p[7] for p in spec]
-    for s in (at_once, one):
-        for p, n in zip(pods, names):
-            s[0].add_pod(p, n)
-    keys = data.draw(st.permutations([p.key for p in pods] + ["default/old"]))
-    keys = keys[: data.draw(st.integers(0, len(keys)))]
-    if data.draw(st.integers(0, 4)) == 0 and keys:       # a key twice or not bound
-        keys = keys + [data.draw(st.sampled_from([keys[0], "default/absent"]))]
-    err = None
-    want = []
-    try:
-        for k in keys:
-            want.append(one[0].remove_pod(k))
-    except StateError as e:
-        err = str(e)
-    if err is not None:
-        with pytest.raises(StateError) as got:
-            remove_few_pods(at_once[0], keys)
-        assert str(got.value) == err
-    else:
-        got = remove_few_pods(at_once[0], keys)
-        assert [(e.record, e.node_row, e.shape_id, e.port_ids, e.slot) for e in got] == \
-            [(e.record, e.node_row, e.shape_id, e.port_ids, e.slot) for e in want]
-    assert _batch_view(*at_once) == _batch_view(*one)
-    assert _log_view(at_once[0]) == _log_view(one[0])
-    assert at_once[2].version == one[2].version          # the sums' steps too
-    # the sums follow the counts, and pods added after land in the same slots
-    for s in (at_once, one):
-        s[0].add_pod(_batch_pod(99, 100, 0, True, 7, False, False), "n4")
-    assert _batch_view(*at_once) == _batch_view(*one)
-
-
-def test_remove_few_pods_changes_a_row_once_per_shape():
-    """Victims of one shape on one row: one write of the requested columns
-    (their count times the request), one step of ``version`` per pod and
-    the row stamped with the last one, as one at a time."""
-    at_once, one = _batch_state(True), _batch_state(True)
-    pods = [_batch_pod(i, 100, 1, True, 7, False, False) for i in range(4)]
-    for s in (at_once, one):
-        for p in pods:
-            s[0].add_pod(p, "n4")
-    v0 = at_once[0].version
-    writes = []
-    requested = at_once[0].requested
-
-    class Spy(np.ndarray):
-        def __setitem__(self, key, value):
-            writes.append(key)
-            super().__setitem__(key, value)
-    at_once[0].requested = requested.view(Spy)
-    remove_few_pods(at_once[0], ["default/p0", "default/p2", "default/p3"])
-    at_once[0].requested = requested
-    for k in ("default/p0", "default/p2", "default/p3"):
-        one[0].remove_pod(k)
-    assert len(writes) == 1
-    assert at_once[0].version == v0 + 3 and at_once[0].row_version[4] == v0 + 3
-    assert at_once[0].requested[4, 0] == 100
-    assert _batch_view(*at_once) == _batch_view(*one)
-    assert _log_view(at_once[0]) == _log_view(one[0])
