@@ -122,10 +122,10 @@ def _value(type_string: str, models) -> str | None:
     return t
 
 
-def reachable(models) -> list[str]:
+def reachable(models, kind_classes=KIND_CLASSES) -> list[str]:
     """The classes reachable from the kinds' classes, in the order first met."""
     order: list[str] = []
-    todo = list(KIND_CLASSES.values())
+    todo = list(kind_classes.values())
     seen = set(todo)
     while todo:
         cls = todo.pop(0)
@@ -140,13 +140,13 @@ def reachable(models) -> list[str]:
     return order
 
 
-def struct_names(classes: list[str]) -> dict[str, str]:
+def struct_names(classes: list[str], kind_classes=KIND_CLASSES) -> dict[str, str]:
     """Class -> struct name (module doc: the version prefix dropped; on a
     clash the kinds' own class keeps the plain name, the others add their
     group in parentheses)."""
     plain = {c: _PREFIX.sub("", c) for c in classes}
     out = {}
-    roots = set(KIND_CLASSES.values())
+    roots = set(kind_classes.values())
     for c in classes:
         clash = [o for o in classes if plain[o] == plain[c]]
         if len(clash) == 1 or c in roots:
@@ -159,10 +159,11 @@ def struct_names(classes: list[str]) -> dict[str, str]:
     return out
 
 
-def tables(models) -> tuple[dict[str, dict[str, str | None]], dict[str, str]]:
+def tables(models, kind_classes=KIND_CLASSES
+           ) -> tuple[dict[str, dict[str, str | None]], dict[str, str]]:
     """(struct -> {JSON field: value}, kind -> struct), structs by name."""
-    classes = reachable(models)
-    names = struct_names(classes)
+    classes = reachable(models, kind_classes)
+    names = struct_names(classes, kind_classes)
     structs = {}
     for c in sorted(classes, key=lambda c: names[c]):
         fields = {}
@@ -173,7 +174,7 @@ def tables(models) -> tuple[dict[str, dict[str, str | None]], dict[str, str]]:
                 v = prefix + names[v[len(prefix):]]
             fields[json_name] = v
         structs[names[c]] = fields
-    kinds = {kind: names[cls] for kind, cls in KIND_CLASSES.items()}
+    kinds = {kind: names[cls] for kind, cls in kind_classes.items()}
     return structs, kinds
 
 

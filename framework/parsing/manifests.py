@@ -527,6 +527,7 @@ def parse_node(obj: dict, *, where: str | None = None) -> NodeRecord:
     Node; any other kind is an error.
     """
     ctx, meta, _, name = identity(obj, "Node", False, where)
+    refuse_unknown_fields(ctx, obj, "Node")     # strict decoding first, as the API server
     labels = ctx.str_map(meta.get("labels"), "metadata.labels")
     spec = ctx.mapping(obj.get("spec"), "spec")
     status = ctx.mapping(obj.get("status"), "status")
@@ -1203,8 +1204,9 @@ def parse_namespace(obj: dict, *, where: str | None = None) -> NamespaceRecord:
 
 
 #: The kinds every cluster reads, with the ``Objects`` field each fills; all
-#: decoded strictly (``strict_fields``: pods in ``parse_pod`` and, for
-#: repeats of a template, ``pod_templates``; DRA's by their loaders).
+#: decoded strictly (``strict_fields``: nodes and pods in ``parse_node`` and
+#: ``parse_pod``, which a simulation's events read too, and, for repeats of
+#: a pod template, ``pod_templates``; DRA's by their loaders).
 OBJECT_KINDS = (
     (ObjectKind("Node", parse_node, lambda r: r.name, "Node {}"), "nodes"),
     (ObjectKind("Pod", parse_pod, lambda r: r.key, "Pod {}"), "pods"),
@@ -1218,7 +1220,7 @@ OBJECT_KINDS = (
     *WORKLOAD_KINDS,
     *VOLUME_KINDS,
 )
-OBJECT_KINDS = tuple((k if k.kind == "Pod" else strict_kind(k), bucket)
+OBJECT_KINDS = tuple((k if k.kind in ("Node", "Pod") else strict_kind(k), bucket)
                      for k, bucket in OBJECT_KINDS) + tuple(DRA_KINDS)
 
 
