@@ -13,7 +13,7 @@ file of the same pods reads about ten times slower: the same added cost
 is a smaller share of it).
 
 python -m tensorsched.bench.strict_fields_load --base-commit C [--rounds 3]
-        [--pods 100000] [--output bench/results/strict-fields-load-before-after.json]
+        [--pods 100000] [--dir DIR] [--output bench/results/strict-fields-load-before-after.json]
 """
 
 from __future__ import annotations
@@ -87,21 +87,25 @@ def main(argv=None):
     ap.add_argument("--pods", type=int, default=100_000)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--output")
+    ap.add_argument("--dir", help="keep the base tree and the dumps here (reused when there: "
+                                   "the base tree must be --base-commit's)")
     a = ap.parse_args(argv)
     if a.child:
         _child(a.child)
         return
     if not a.base_commit:
         ap.error("--base-commit is required")
-    tmp = tempfile.mkdtemp(prefix="strict-fields-load-")
-    base = base_tree(a.base_commit, os.path.join(tmp, "base"))
-    pods = replica_pods(a.pods)
-    files = {}
-    for dump, objs in (("pending", pods), ("running", running(pods))):
-        files[dump] = os.path.join(tmp, f"{dump}.json")
-        with open(files[dump], "w") as f:
-            json.dump({"apiVersion": "v1", "kind": "List", "items": objs}, f)
-    del pods
+    tmp = a.dir or tempfile.mkdtemp(prefix="strict-fields-load-")
+    base = os.path.join(tmp, "base")
+    if not os.path.isdir(base):
+        base_tree(a.base_commit, base)
+    files = {d: os.path.join(tmp, f"{d}-{a.pods}.json") for d in DUMPS}
+    if not all(os.path.exists(f) for f in files.values()):
+        pods = replica_pods(a.pods)
+        for dump, objs in (("pending", pods), ("running", running(pods))):
+            with open(files[dump], "w") as f:
+                json.dump({"apiVersion": "v1", "kind": "List", "items": objs}, f)
+        del pods
     runs = {d: {"before": [], "after": []} for d in DUMPS}
     for _ in range(a.rounds):
         for dump in DUMPS:

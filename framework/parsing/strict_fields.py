@@ -136,8 +136,8 @@ class _Struct:
     the field's _Struct)), ``keys`` (its field names), ``children`` (name
     -> (shape, _Struct) of the fields that hold structs) and ``shapes``:
     the keys of a mapping met (a tuple, in its order) -> False when one is
-    no field, else the ``(name, shape, _Struct)`` of its keys that hold
-    structs.  Mappings of one struct mostly come with the same keys in the
+    no field, else ``(name, shape, its _Struct's shapes, its _Struct)`` of
+    its keys that hold structs.  Mappings of one struct mostly come with the same keys in the
     same order (an API server writes them so), so a mapping costs a tuple
     of its keys and a lookup: no set is built."""
 
@@ -160,7 +160,8 @@ def _shape(keys: tuple, s: _Struct):
         got = False
     else:
         children = s.children
-        got = tuple((k, *children[k]) for k in keys if k in children)
+        got = tuple((k, children[k][0], children[k][1].shapes, children[k][1])
+                    for k in keys if k in children)
     if len(s.shapes) < MAX_SHAPES:
         s.shapes[keys] = got
     return got
@@ -209,34 +210,47 @@ def _known(value: dict, s: _Struct) -> bool:
 
 def _kids_known(value: dict, kids: tuple) -> bool:
     """``_known`` of the struct fields ``kids`` of ``value`` (its shape's
-    entry); a mapping without struct fields costs no call."""
-    for field, shape, sub in kids:
+    entry: ``(field, shape, the field struct's shapes, the struct)``); a
+    mapping without struct fields costs no call."""
+    for field, shape, shapes, sub in kids:
         v = value[field]
-        if shape == _LIST:
-            if type(v) is not list:
-                continue
-            shapes = sub.shapes
-            for item in v:
-                if type(item) is not dict and not isinstance(item, dict):
-                    continue
-                keys = tuple(item)
+        if shape == _STRUCT:
+            if type(v) is dict or isinstance(v, dict):
+                keys = tuple(v)
                 kk = shapes.get(keys)
                 if kk is None:
                     kk = _shape(keys, sub)
-                if kk is False or (kk and not _kids_known(item, kk)):
+                if kk:
+                    if not _kids_known(v, kk):
+                        return False
+                elif kk is False:
                     return False
-        else:
-            if type(v) is not dict and not isinstance(v, dict):
+        elif shape == _LIST:
+            if type(v) is not list:
                 continue
-            for item in ((v,) if shape == _STRUCT else v.values()):
-                if type(item) is not dict and not isinstance(item, dict):
-                    continue
-                keys = tuple(item)
-                kk = sub.shapes.get(keys)
-                if kk is None:
-                    kk = _shape(keys, sub)
-                if kk is False or (kk and not _kids_known(item, kk)):
-                    return False
+            for item in v:
+                if type(item) is dict or isinstance(item, dict):
+                    keys = tuple(item)
+                    kk = shapes.get(keys)
+                    if kk is None:
+                        kk = _shape(keys, sub)
+                    if kk:
+                        if not _kids_known(item, kk):
+                            return False
+                    elif kk is False:
+                        return False
+        elif type(v) is dict or isinstance(v, dict):
+            for item in v.values():
+                if type(item) is dict or isinstance(item, dict):
+                    keys = tuple(item)
+                    kk = shapes.get(keys)
+                    if kk is None:
+                        kk = _shape(keys, sub)
+                    if kk:
+                        if not _kids_known(item, kk):
+                            return False
+                    elif kk is False:
+                        return False
     return True
 
 
