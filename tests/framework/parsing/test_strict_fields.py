@@ -19,6 +19,8 @@ import pytest
 import yaml
 
 import tensorsched as ts
+from tensorsched.bench.ingest import replica_pods
+from tensorsched.bench.strict_fields_load import running
 from tensorsched.cli import main
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.parsing import api_fields, api_fields_gen, dra
@@ -498,3 +500,13 @@ def test_a_simulations_added_node_and_submitted_pod_are_decoded_strictly():
                                             r'"spec.containers\[0\].resources.request"'):
         sim.submit([p], at=5)
     assert list(sim.agenda) == agenda
+
+
+def test_the_load_benchmarks_dumps_have_no_unknown_field():
+    pods = replica_pods(3)
+    stored = running(pods)
+    assert all(unknown_fields(p, "Pod") == [] for p in pods + stored)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnknownFieldWarning)
+        got = parse_objects(copy.deepcopy(stored))
+    assert [p.node_name for p in got.pods] == ["node-00000"] * 3
