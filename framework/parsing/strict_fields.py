@@ -44,7 +44,7 @@ from dataclasses import replace
 from .api_fields import KIND_STRUCTS as _API_KINDS
 from .api_fields import STRUCTS as _API_STRUCTS
 from .dra_validation import stored_object
-from .meta import ObjectContext, identity, source_of
+from .meta import ObjectContext, identity
 
 __all__ = [
     "STRUCTS",
@@ -403,17 +403,3 @@ def strict_kind(kind):
 
     load.__doc__ = f"``{getattr(parse, '__name__', 'parse')}``, decoded strictly first."
     return replace(kind, parse=load)
-
-
-def label_of(obj, kind: str) -> str:
-    """``Kind ns/name`` (``Kind name``) of a parsed object, for its warning."""
-    meta = obj.get("metadata") or {}
-    name = meta.get("name")
-    if kind in NAMESPACED:
-        return f"{kind} {meta.get('namespace') or 'default'}/{name}"
-    return f"{kind} {name}"
-
-
-def source_label(obj) -> str | None:
-    """Where ``obj`` was read (``<file>#<doc>``), None when not known."""
-    return source_of(obj)
