@@ -8,6 +8,8 @@ The facade (a contract other tools read)::
     sched = ts.Scheduler(cluster, backend="numba", seed=0)
     outcomes, preemptions = sched.schedule_pending(pods)   # manifest dicts or parsed records
     ts.explain(objects, pod, config=None, backend="numpy", seed=0)
+    # objects are decoded strictly: a new object with a field the API lacks
+    # is refused; a stored one (a dump) loads with a ts.UnknownFieldWarning
     runs = ts.simulate_batch(nodes, traces, configs=("FGD",), seeds=(0,), backend="numba")
                                                  # many simulations in one call (openb
                                                  # nodes, or manifests: the default profile)
@@ -61,6 +63,8 @@ _EXPORTS = {
     "nodes_to_add": ("tensorsched.framework.capacity.node_search", "nodes_to_add"),
     "removable_nodes": ("tensorsched.framework.capacity.drain", "removable_nodes"),
     "expand_workloads": ("tensorsched.framework.parsing.controllers", "expand_workloads"),
+    "UnknownFieldWarning": ("tensorsched.framework.parsing.strict_fields",
+                            "UnknownFieldWarning"),
 }
 
 # Names that need an optional extra stay out of ``import *`` (which would

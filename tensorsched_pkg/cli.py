@@ -16,6 +16,7 @@ import json
 import os
 import sys
 import time
+import warnings
 
 from tensorsched.framework.errors import TensorschedError
 from tensorsched.kernels.gpu._core import POLICIES
@@ -401,10 +402,26 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _plain_unknown_fields(showwarning):
+    """``warnings.showwarning`` that prints an ``UnknownFieldWarning`` as
+    its lines (the CLI's words, as ``load_cluster`` prints them), any other
+    warning as ``showwarning`` does."""
+    from tensorsched.framework.parsing.strict_fields import UnknownFieldWarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, UnknownFieldWarning):
+            print(message, file=sys.stderr)
+        else:
+            showwarning(message, category, filename, lineno, file, line)
+    return show
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        with warnings.catch_warnings():     # restores showwarning after the command
+            warnings.showwarning = _plain_unknown_fields(warnings.showwarning)
+            return args.func(args)
     except TensorschedError as exc:
         print(f"tensorsched: error: {exc}", file=sys.stderr)
         return 2

@@ -13,6 +13,7 @@ import argparse
 import math
 import os
 import sys
+import warnings
 
 from tensorsched.experiments import DEFAULT_INTERVAL
 from tensorsched.framework.errors import TensorschedError
@@ -198,9 +199,12 @@ def load_cluster(objects, config, pods=(), feature_gates=None):
     or records: templates, the pod to explain).  ``feature_gates``: the
     ``--feature-gates`` mapping (None: upstream's defaults)."""
     from tensorsched.framework.parsing.manifests import ignored_kinds_warning
+    from tensorsched.framework.parsing.strict_fields import UnknownFieldWarning
     from tensorsched.framework.scheduler.cluster import build_cluster, pod_from
     from tensorsched.framework.scheduler.profile_warnings import asks_of_pods
-    cluster = build_cluster(objects, config, feature_gates=feature_gates)
+    with warnings.catch_warnings():     # their lines are ignored_kinds_warning's
+        warnings.simplefilter("ignore", UnknownFieldWarning)
+        cluster = build_cluster(objects, config, feature_gates=feature_gates)
     warning = ignored_kinds_warning(cluster.objects)
     if warning:
         print(warning, file=sys.stderr)

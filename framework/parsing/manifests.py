@@ -57,6 +57,7 @@ import gc
 import json
 import os
 import re
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,8 +94,7 @@ from tensorsched.framework.records.dra_records import (
     ResourceSliceRecord,
 )
 from .node_selectors import check_node_selector_term
-from .pod_claims import (parse_pod_claims, refuse_unknown_pod_claim_fields,
-                         unknown_field_warnings)
+from .pod_claims import parse_pod_claims
 from .pod_names import check_host_port, check_port_names, check_volume_mounts
 from .pod_templates import PodTemplates
 from .podgroups import PodGroup, is_coscheduling_pod_group, parse_pod_group
@@ -111,6 +111,8 @@ from tensorsched.framework.records.records import (
 )
 from .quantity import INT64_MAX, INT64_MIN
 from .selectors import NS_NAME_LABEL
+from .strict_fields import (UnknownFieldWarning, refuse_unknown_fields, strict_kind,
+                            take_remembered, warning_line)
 from .volumes import VOLUME_KINDS, parse_pod_volumes, remember_pod_volumes
 from .workloads import OBJECT_KINDS as WORKLOAD_KINDS
 from .workloads import ControllerRecord, ServiceRecord
@@ -525,6 +527,7 @@ def parse_node(obj: dict, *, where: str | None = None) -> NodeRecord:
     Node; any other kind is an error.
     """
     ctx, meta, _, name = identity(obj, "Node", False, where)
+    refuse_unknown_fields(ctx, obj, "Node")     # strict decoding first, as the API server
     labels = ctx.str_map(meta.get("labels"), "metadata.labels")
     spec = ctx.mapping(obj.get("spec"), "spec")
     status = ctx.mapping(obj.get("status"), "status")
@@ -986,7 +989,7 @@ def parse_pod(obj: dict, *, where: str | None = None) -> PodRecord:
     set), in-place resize status, DRA claims.  ``spec.resources`` is ignored.
     """
     ctx, meta, namespace, name = identity(obj, "Pod", True, where)
-    refuse_unknown_pod_claim_fields(ctx, obj)   # strict decoding first, as the API server
+    refuse_unknown_fields(ctx, obj, "Pod")      # strict decoding first, as the API server
     # The helpers run in field order so the first bad field is the one reported.
     metadata = _pod_metadata(ctx, meta)
     spec = ctx.mapping(obj.get("spec"), "spec")
@@ -1136,6 +1139,10 @@ class Objects:
     resource_slices: list[ResourceSliceRecord] = field(default_factory=list)
     resource_claims: list[ResourceClaimRecord] = field(default_factory=list)
     resource_claim_templates: list[ResourceClaimTemplateRecord] = field(default_factory=list)
+    # stored objects read without fields the API does not have (new ones are
+    # refused): (label "Kind ns/name", source or None, the fields' paths), in
+    # input order (``strict_fields``; the warnings' lines)
+    unknown_fields: list[tuple[str, str | None, list[str]]] = field(default_factory=list)
 
     def ignored(self) -> list[tuple[str, int, str | None]]:
         """(kind, objects, a read kind it may be a typo of) of every ignored
@@ -1175,8 +1182,16 @@ def ignored_kinds_warning(objects: Objects) -> str | None:
         noun = "object" if total == 1 else "objects"
         lines.append(f"warning: ignored {total} {noun} of an apiVersion tensorsched does not "
                      "read: " + "; ".join(parts))
-    lines += unknown_field_warnings(objects)    # stored objects' fields not modelled
+    lines += unknown_field_lines(objects)       # stored objects' fields not modelled
     return "\n".join(lines) or None
+
+
+def unknown_field_lines(objects: Objects) -> list[str]:
+    """One warning line per stored object of ``objects`` read without
+    fields the API (Kubernetes 1.35's) does not have
+    (``Objects.unknown_fields``); new objects with such fields were refused."""
+    return [warning_line(label, source, paths)
+            for label, source, paths in objects.unknown_fields]
 
 
 def parse_namespace(obj: dict, *, where: str | None = None) -> NamespaceRecord:
@@ -1188,7 +1203,10 @@ def parse_namespace(obj: dict, *, where: str | None = None) -> NamespaceRecord:
     return NamespaceRecord(name=name, labels=labels, obj=obj)
 
 
-#: The kinds every cluster reads, with the ``Objects`` field each fills.
+#: The kinds every cluster reads, with the ``Objects`` field each fills; all
+#: decoded strictly (``strict_fields``: nodes and pods in ``parse_node`` and
+#: ``parse_pod``, which a simulation's events read too, and, for repeats of
+#: a pod template, ``pod_templates``; DRA's by their loaders).
 OBJECT_KINDS = (
     (ObjectKind("Node", parse_node, lambda r: r.name, "Node {}"), "nodes"),
     (ObjectKind("Pod", parse_pod, lambda r: r.key, "Pod {}"), "pods"),
@@ -1201,8 +1219,9 @@ OBJECT_KINDS = (
     (ObjectKind("Namespace", parse_namespace, lambda r: r.name, "Namespace {}"), "namespaces"),
     *WORKLOAD_KINDS,
     *VOLUME_KINDS,
-    *DRA_KINDS,
 )
+OBJECT_KINDS = tuple((k if k.kind in ("Node", "Pod") else strict_kind(k), bucket)
+                     for k, bucket in OBJECT_KINDS) + tuple(DRA_KINDS)
 
 
 def _near_kind(kind: str, known) -> str | None:
@@ -1229,6 +1248,14 @@ def parse_objects(objs: Iterable[dict], *, source: str | None = None,
     Errors name where the object was read: its ``<file>#<doc>`` for objects
     of ``load_objects``, else ``<source>#<index>`` when ``source`` is given
     (objects without a name are ``objects#<index>`` otherwise).
+
+    Objects are decoded strictly, as ``kubectl apply`` (``--validate=strict``)
+    has the API server decode them: a new object (no
+    ``metadata.resourceVersion``) with a field the API (Kubernetes 1.35's)
+    does not have is refused (``strict decoding error: unknown field
+    "spec.tolerations[0].efect"``); a stored object (a dump) is read without
+    it, listed in ``Objects.unknown_fields``, and one
+    :class:`~.strict_fields.UnknownFieldWarning` per call names them all.
     """
     out = Objects()
     table: dict[str, tuple[ObjectKind, list]] = {
@@ -1282,4 +1309,10 @@ def parse_objects(objs: Iterable[dict], *, source: str | None = None,
                                     f"name{also})", obj_source)
             seen[kind][key] = obj_source
             bucket.append(record)
+            unknown = take_remembered(obj)
+            if unknown:
+                out.unknown_fields.append((spec.label.format(key), obj_source, unknown))
+    if out.unknown_fields:
+        warnings.warn(UnknownFieldWarning("\n".join(unknown_field_lines(out)),
+                                          tuple(out.unknown_fields)), stacklevel=2)
     return out

@@ -9,11 +9,11 @@ a ResourceClaimTemplate from which one claim per pod is generated
 ``status.resourceClaimStatuses``).  Containers refer to those names; a
 reference to a name the pod does not list is invalid.
 
-Before any of that, a new pod (no ``metadata.resourceVersion``) whose
-claim entries have a field the API does not have is refused as the API
-server's strict decoding refuses it (``strict decoding error: unknown field
-"spec.resourceClaims[0].resourceClaimname"``); a stored pod's are warned of
-(:mod:`.dra_fields`).
+Before any of that, a new pod (no ``metadata.resourceVersion``) with a
+field the API does not have, its claim entries' included, is refused as the
+API server's strict decoding refuses it (``strict decoding error: unknown
+field "spec.resourceClaims[0].resourceClaimname"``); a stored pod's are
+warned of (``manifests.parse_pod``, :mod:`.strict_fields`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,6 @@ import json
 import re
 from dataclasses import dataclass
 
-# strict decoding of a pod's claims, and the warnings of stored objects'
-# unknown fields: read with the pod's claims (``manifests``)
-from .dra_fields import refuse_unknown_pod_claim_fields, unknown_field_warnings
 from .meta import (
     DNS1123_LABEL_FMT,
     ObjectContext,
@@ -34,8 +31,7 @@ from .meta import (
     join_path,
 )
 
-__all__ = ["PodClaim", "parse_pod_claims", "claim_statuses", "refuse_unknown_pod_claim_fields",
-           "unknown_field_warnings"]
+__all__ = ["PodClaim", "parse_pod_claims", "claim_statuses"]
 
 _DNS1123_LABEL_RE = re.compile(DNS1123_LABEL_FMT)
 _DNS1123_LABEL_MAX = 63

@@ -46,6 +46,21 @@ through ``parse_pod``, so the records and the errors (field paths,
 names, volume mounts: ``pod_names.unkeyed_fields_valid``), checked for
 every hit but a plain repeat, whose cheap key covers them.
 
+Strict decoding (:mod:`.strict_fields`) follows the same split: ``parse_pod``
+decodes a template's first pod whole; a later pod of the template is
+decoded but for what its template key covers by value (``POD_BUT_TEMPLATE``:
+the owner references, the tolerations, affinity, spread constraints,
+scheduling gates, claims, and the containers' resources and ports; every
+mapping's keys are still compared), and a plain repeat but for its spec and
+owner references, which its cheap key covers (the keys of the object and
+its metadata, and the managed fields, are).  So a template whose first pod
+is stored with an unknown field in a covered part is not shared (its pods
+are parsed alone), nor does a pod with an unknown field give plain repeats:
+a new pod never passes on a stored pod's check.  A stored pod's unknown
+fields are remembered for the warnings (``strict_fields.remember``); a new
+pod's send it through ``parse_pod``, which refuses it in the API server's
+words.
+
 Records are shared by value: pods of one template share their ``labels``,
 ``requests``, ``tolerations``... containers (records are read-only
 everywhere; ``parse_pod`` itself already aliases ``node_affinity`` and the
@@ -55,6 +70,7 @@ spread constraints into ``obj``).
 from __future__ import annotations
 
 import marshal
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -68,8 +84,10 @@ from .meta import (
 )
 from tensorsched.framework.records.pod_columns import NO_EXTRAS, PodColumns, extras_of
 from tensorsched.framework.records.records import PodClass, PodRecord
+from .dra_validation import stored_object
 from .pod_names import unkeyed_fields_valid
 from .stamps import utc_seconds
+from .strict_fields import but, compiled, known_as, remember, remembered, unknown_fields
 from .volumes import read_volumes
 
 __all__ = ["PodTemplates", "cheap_key", "template_key"]
@@ -79,6 +97,42 @@ SPEC_KEYS = ("schedulerName", "priority", "priorityClassName", "preemptionPolicy
              "hostNetwork", "overhead", "tolerations", "nodeSelector", "affinity",
              "topologySpreadConstraints", "schedulingGates", "resourceClaims")
 _OBJ_TYPES = (dict, SourcedObject)
+
+
+def _pod_but(spec_fields: tuple, container_fields: tuple):
+    """The compiled Pod struct without the owner references, ``spec_fields``
+    of the spec and ``container_fields`` of every (init) container."""
+    container = compiled("Container")
+    for f in container_fields:
+        container = but(container, f)
+    spec = compiled("PodSpec")
+    for f in spec_fields:
+        spec = but(spec, f)
+    spec = but(but(spec, "containers", container), "initContainers", container)
+    meta = but(compiled("ObjectMeta"), "ownerReferences")
+    return but(but(compiled("Pod"), "spec", spec), "metadata", meta)
+
+
+#: what ``template_key`` leaves out, for strict decoding (the module doc)
+POD_BUT_TEMPLATE = _pod_but(("tolerations", "affinity", "topologySpreadConstraints",
+                             "schedulingGates", "resourceClaims"), ("resources", "ports"))
+#: what a plain repeat's cheap key leaves out: all but the spec and owner references
+POD_BUT_SPEC = but(but(compiled("Pod"), "spec"), "metadata",
+                   but(compiled("ObjectMeta"), "ownerReferences"))
+_POD_KEYS = compiled("Pod").keys
+_META_KEYS = compiled("ObjectMeta").keys
+#: an unknown field's path in a part ``template_key`` covers by value
+_IN_TEMPLATE = re.compile(
+    r"metadata\.ownerReferences\[|spec\.(?:tolerations|affinity|topologySpreadConstraints"
+    r"|schedulingGates|resourceClaims)[.\[]|spec\.(?:initContainers|containers)\[[0-9]+\]"
+    r"\.(?:resources|ports)[.\[]")
+
+
+def _template_shareable(obj) -> bool:
+    """Whether parsed ``obj`` may be a template: no unknown field remembered
+    of it in a part its template key covers (``_IN_TEMPLATE``)."""
+    paths = remembered(obj)
+    return not paths or not any(_IN_TEMPLATE.match(p) for p in paths)
 
 
 def _containers(value):
@@ -248,7 +302,8 @@ class PodTemplates:
                 return record
         record = self._parse_pod(obj, where=where)
         self.misses += 1
-        if key is not None and len(self._records) < self.max_templates:
+        if (key is not None and len(self._records) < self.max_templates
+                and _template_shareable(obj)):
             self._records[key] = record
             self._share_memo(record, key, ann)
         if self.hits == 0 and self.misses >= self.give_up_after:
@@ -288,7 +343,14 @@ class PodTemplates:
     def _per_pod(self, obj) -> tuple:
         """``obj``'s per-pod fields, checked as parse_pod checks them
         (anything it would refuse raises _Unusual): (name, uid, creation_ns,
-        start_ns, node_name, phase, deleting)."""
+        start_ns, node_name, phase, deleting).  Decoded strictly but for
+        what the template key covers (``POD_BUT_TEMPLATE``): a stored pod's
+        unknown fields are remembered, a new pod's raise _Unusual
+        (``parse_pod`` refuses it)."""
+        if not known_as(obj, POD_BUT_TEMPLATE):
+            if not stored_object(obj):
+                raise _Unusual
+            remember(obj, unknown_fields(obj, "Pod"))
         meta = obj["metadata"]
         name = meta.get("name")
         uid = meta.get("uid")
@@ -377,6 +439,8 @@ class PodTemplates:
         per_pod, utc_second, obj_types, dumps = self._per_pod, parse_utc_second, _OBJ_TYPES, _dumps
         valid_name, max_name = _valid_name, DNS1123_SUBDOMAIN_MAX_LENGTH
         str_type = str
+        # strict decoding of a plain repeat: its keys (its spec was decoded)
+        pod_keys, meta_keys, but_spec = _POD_KEYS, _META_KEYS, POD_BUT_SPEC
         # counts of the general branch's pods (the plain repeats are the rest)
         slow = slow_hits = slow_known = flushed = 0
         last_ck = last_known = None             # the previous plain repeat's
@@ -410,7 +474,11 @@ class PodTemplates:
                                         and len(name) <= max_name
                                         and (uid is None or type(uid) is str_type)
                                         and "status" not in obj
-                                        and "deletionTimestamp" not in meta):
+                                        and "deletionTimestamp" not in meta
+                                        and obj.keys() <= pod_keys
+                                        and (meta.keys() <= meta_keys
+                                             and "managedFields" not in meta
+                                             or known_as(obj, but_spec))):
                                     if stamp is None:
                                         born = 0
                                     elif type(stamp) is not str_type:
@@ -450,7 +518,7 @@ class PodTemplates:
                     else:
                         if cid is None:
                             cid = known[0]
-                        elif ck is not None:
+                        elif ck is not None and not remembered(obj):
                             seen[ck] = (cid, f"{classes[cid].namespace}/")
                         slow_hits += 1
                         keys.append(f"{classes[cid].namespace}/{name}")
@@ -470,7 +538,7 @@ class PodTemplates:
                             if (key is not None and ann is not None
                                     and self._memos.get((key, ann)) is record.pod_class):
                                 fast[(key, ann)] = cid
-                                if ck is not None:
+                                if ck is not None and not remembered(obj):
                                     seen[ck] = (cid, f"{record.namespace}/")
                     keys.append(record.key)
                     born, obj, extra = record.creation_ns or 0, record.obj, extras_of(record)

@@ -30,6 +30,7 @@ from tensorsched.framework.parsing.manifests import (
     load_objects,
     parse_objects,
 )
+from tensorsched.framework.parsing.strict_fields import UnknownFieldWarning
 from tensorsched.framework.records.dra_records import (
     AllocatedConfig,
     AllocationResult,
@@ -255,7 +256,8 @@ def test_a_stored_object_with_an_unknown_field_loads_with_a_warning(make, where,
     obj["metadata"]["resourceVersion"] = "42"
     _at(obj, where)[field] = None if field in ("Spec", "Devices") else 1
     path = f"{where}.{field}" if where else field
-    got = parse_objects(objs)
+    with pytest.warns(UnknownFieldWarning):
+        got = parse_objects(objs)
     lines = ignored_kinds_warning(got).splitlines()
     assert lines == [f'warning: {_label(obj)}: unknown field "{path}": tensorsched does not '
                      "model it (a stored object, perhaps from a newer API server); read "
@@ -276,7 +278,8 @@ def test_every_unknown_field_is_named_in_document_order(tmp_path):
         'unknown field "status.bogus"')
     # stored: one line for the object, naming the three
     obj["metadata"]["resourceVersion"] = "7"
-    (line,) = ignored_kinds_warning(parse_objects(objs)).splitlines()
+    with pytest.warns(UnknownFieldWarning):
+        (line,) = ignored_kinds_warning(parse_objects(objs)).splitlines()
     assert line.startswith("warning: ResourceClaim ml/c: unknown fields "
                            '"spec.devices.requests[0].exactly.allocationmode", '
                            '"spec.devices.requests[1].firstAvailable[1].Count", "status.bogus": '
@@ -292,7 +295,8 @@ def test_the_issue_case_is_no_longer_read_as_one_device():
         parse_objects([obj])
     # stored, it is read without the field (ExactCount of 1), and said so
     obj["metadata"]["resourceVersion"] = "1"
-    got = parse_objects([obj])
+    with pytest.warns(UnknownFieldWarning):
+        got = parse_objects([obj])
     assert got.resource_claim_templates[0].claim.requests[0].exactly.count == 1
     assert "allocationmode" in ignored_kinds_warning(got)
 
@@ -444,7 +448,8 @@ def test_device_shapes_checked_once_still_refuse_an_unknown_field():
     stored = device_slice()
     stored["metadata"]["resourceVersion"] = "9"
     stored["spec"]["devices"][0]["Taints"] = []
-    assert "spec.devices[0].Taints" in ignored_kinds_warning(parse_objects([stored]))
+    with pytest.warns(UnknownFieldWarning):
+        assert "spec.devices[0].Taints" in ignored_kinds_warning(parse_objects([stored]))
     new = device_slice()
     new["spec"]["devices"].append(dict(new["spec"]["devices"][0], name="gpu-1"))
     new["spec"]["devices"][1]["Taints"] = []
@@ -468,5 +473,6 @@ def test_a_new_pod_sharing_a_stored_pods_template_is_still_decoded_strictly():
     with pytest.raises(ManifestError, match=r'Pod ml/b: strict decoding error: unknown field '
                                             r'"spec.resourceClaims\[0\].resourceClaimtemplate'):
         parse_objects([stored, new])
-    got = parse_objects([stored])
+    with pytest.warns(UnknownFieldWarning):
+        got = parse_objects([stored])
     assert "resourceClaimtemplateName" in ignored_kinds_warning(got)
