@@ -16,7 +16,9 @@ server that has fields 1.35 lacks) is read without the field, and the fields
 are remembered (:func:`take_remembered`): ``manifests.parse_objects`` lists
 them in ``Objects.unknown_fields`` (one warning line per object,
 :func:`warning_line`, which the CLI prints) and warns once per call with an
-:class:`UnknownFieldWarning` (``tensorsched.UnknownFieldWarning``).
+:class:`UnknownFieldWarning` (``tensorsched.UnknownFieldWarning``); the
+readers of pods outside it (a scheduler's and a simulation's pending pods)
+warn the same way once per call (:func:`warn_remembered`).
 
 The tables (:data:`STRUCTS`) are :mod:`.api_fields`, generated from the
 official Python client's models of Kubernetes 1.35, and two hand-written
@@ -39,6 +41,7 @@ for the parts of a repeat its keys do not cover).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 
 from .api_fields import KIND_STRUCTS as _API_KINDS
@@ -61,6 +64,7 @@ __all__ = [
     "remember",
     "remembered",
     "take_remembered",
+    "warn_remembered",
     "warning_line",
     "strict_kind",
 ]
@@ -355,6 +359,26 @@ def take_remembered(obj) -> list[str]:
         return []
     del _STORED_UNKNOWN[id(obj)]
     return got[1]
+
+
+def warn_remembered(stacklevel: int = 2) -> None:
+    """One :class:`UnknownFieldWarning` naming every stored object whose
+    unknown fields are still remembered, all of them then forgotten: the
+    pods read outside ``parse_objects`` (``Scheduler.schedule_pending``,
+    ``Simulation.submit``, ``Scheduler.add_pod``), which takes its own.
+    Nothing remembered (the usual case): one dict test."""
+    if not _STORED_UNKNOWN:
+        return
+    fields = []
+    for obj, paths in _STORED_UNKNOWN.values():
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        meta = meta if isinstance(meta, dict) else {}
+        name = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") \
+            else f"{meta.get('name')}"
+        fields.append((f"{obj.get('kind') or 'object'} {name}", None, paths))
+    _STORED_UNKNOWN.clear()
+    warnings.warn(UnknownFieldWarning("\n".join(warning_line(*f) for f in fields),
+                                      tuple(fields)), stacklevel=stacklevel + 1)
 
 
 def refuse_unknown_fields(ctx: ObjectContext, obj: dict, kind: str,

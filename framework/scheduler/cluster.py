@@ -17,6 +17,7 @@ from tensorsched.framework.parsing.manifests import Objects, parse_objects, pars
 from tensorsched.framework.records.pod_columns import PodColumns
 from tensorsched.framework.parsing.pod_templates import PodTemplates
 from tensorsched.framework.parsing.priorities import PriorityResolver
+from tensorsched.framework.parsing.strict_fields import warn_remembered
 from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.preemption.evaluator import PodTable
 from tensorsched.framework.runtime.framework import Framework
@@ -34,8 +35,13 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
 def pod_from(pod) -> PodRecord:
-    """A PodRecord from a record or a Pod dict."""
-    return pod if isinstance(pod, PodRecord) else parse_pod(pod)
+    """A PodRecord from a record or a Pod dict (a stored one read without
+    fields the API lacks: an ``UnknownFieldWarning``)."""
+    if isinstance(pod, PodRecord):
+        return pod
+    record = parse_pod(pod)
+    warn_remembered(stacklevel=2)
+    return record
 
 
 def pods_from(pods, resolve=None) -> list[PodRecord]:
@@ -44,7 +50,9 @@ def pods_from(pods, resolve=None) -> list[PodRecord]:
     (``Cluster.resolve``) the parsed records come with their priority
     resolved, once per template (records passed in are left as they are)."""
     templates = PodTemplates(parse_pod, finish=resolve)
-    return [p if isinstance(p, PodRecord) else templates.parse(p) for p in pods]
+    records = [p if isinstance(p, PodRecord) else templates.parse(p) for p in pods]
+    warn_remembered(stacklevel=2)      # stored pods read without unknown fields
+    return records
 
 
 def pod_columns_from(pods, resolve=None) -> PodColumns:
@@ -53,7 +61,9 @@ def pod_columns_from(pods, resolve=None) -> PodColumns:
     no record each (``PodTemplates.parse_columns``)."""
     if isinstance(pods, PodColumns):
         return pods
-    return PodTemplates(parse_pod, finish=resolve).parse_columns(pods)
+    columns = PodTemplates(parse_pod, finish=resolve).parse_columns(pods)
+    warn_remembered(stacklevel=2)      # stored pods read without unknown fields
+    return columns
 
 
 @dataclass

@@ -510,3 +510,35 @@ def test_the_load_benchmarks_dumps_have_no_unknown_field():
         warnings.simplefilter("error", UnknownFieldWarning)
         got = parse_objects(copy.deepcopy(stored))
     assert [p.node_name for p in got.pods] == ["node-00000"] * 3
+
+
+def test_stored_pods_read_outside_parse_objects_warn_once_a_call():
+    """Stored pods handed to a scheduler or a simulation (not through
+    ``parse_objects``) are read without their unknown fields, with one
+    ``UnknownFieldWarning`` a call naming them; nothing stays remembered,
+    so a later call of clean pods warns nothing."""
+    stored = []
+    for i in range(3):
+        p = pod()
+        p["metadata"].update(name=f"s-{i}", resourceVersion="7")
+        p["spec"]["nodeselector"] = {"zone": "a"}
+        stored.append(p)
+    sched = ts.Scheduler(build_cluster([node()]), backend="numpy")
+    with pytest.warns(UnknownFieldWarning) as caught:
+        bindings, _ = sched.schedule_pending(stored)
+    (w,) = [w for w in caught if w.category is UnknownFieldWarning]
+    assert [f[0] for f in w.message.fields] == ["Pod ns/s-0", "Pod ns/s-1", "Pod ns/s-2"]
+    assert all(f[2] == ["spec.nodeselector"] for f in w.message.fields)
+    assert 'Pod ns/s-0: unknown field "spec.nodeselector"' in str(w.message)
+    assert sorted(b.pod for b in bindings) == ["ns/s-0", "ns/s-1", "ns/s-2"]
+    clean = pod()
+    clean["metadata"]["name"] = "c"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnknownFieldWarning)
+        sched.schedule_pending([clean])
+    sim = ts.Simulation([node()], backend="numpy")
+    late = copy.deepcopy(stored[0])
+    late["metadata"]["name"] = "late"
+    with pytest.warns(UnknownFieldWarning, match=r'Pod ns/late: unknown field '
+                                                 r'"spec.nodeselector"'):
+        sim.submit([late], at=5)
