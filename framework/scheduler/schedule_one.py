@@ -129,8 +129,9 @@ class SchedulingCycle:
         # (the oracle of the tests, the before of the benchmarks).
         self.use_overlay = True
         self.terminating: list = []                    # heap (deadline, seq, key)
-        # Victims leave the state at once with one move request (``_evict``);
-        # False: one at a time, a move request each (the tests' oracle).
+        # A preemptor's victims (and the terminated ones of an instant) move
+        # the queue once (``_evict``); False: a move request each (the
+        # tests' oracle).
         self.batch_evictions = True
         self._seq = itertools.count(1)
 
@@ -406,59 +407,46 @@ class SchedulingCycle:
         request (``_evict``'s doc: the same as one per pod)."""
         state = self.state
         terminating = self.terminating
-        due: dict = {}
+        one_move = self.batch_evictions
+        gone = False
         while terminating and terminating[0][0] <= now:
             _, _, key = heapq.heappop(terminating)
             if key in state.pods:
-                due[key] = None
-        if not due:
-            return
-        if self.batch_evictions:
-            for key in due:
                 state.remove_pod(key)
-            self.queue.move_all(POD_DELETE)
-            return
-        for key in due:
-            state.remove_pod(key)
+                gone = True
+                if not one_move:
+                    self.queue.move_all(POD_DELETE)
+        if gone and one_move:
             self.queue.move_all(POD_DELETE)
 
     def _evict(self, victims, node: str, preemptor: PodRecord) -> None:
         """Evict ``victims`` (keys of pods bound on ``node``) for
         ``preemptor``: per victim, in order, an eviction metric and a
-        Preempted event; then, without a grace period, the victims leave
-        the state and the queue hears ONE assigned-pod delete.  Upstream each deletion is an event, but moving the
-        unschedulable pods on the same event at the same instant twice is
-        moving them once: the first move takes every pod interested in it
-        (activeQ or backoffQ by the same clock) and sets the move request
-        cycle, and nothing between the deletions puts a pod back among
-        them.  (A subscriber of the events reads the state before any of
-        the victims left, where one by one it saw the earlier ones gone.)
-        With a grace period each victim is marked terminating
-        (DisruptionTarget, deleting) and leaves at its deadline
-        (``terminate_due``).  ``batch_evictions`` False: one victim at a
-        time (the oracle of the tests)."""
+        Preempted event, and without a grace period its removal from the
+        state; then the queue hears ONE assigned-pod delete.  Upstream each
+        deletion is an event, but moving the unschedulable pods on the
+        same event at the same instant twice is moving them once: the
+        first move takes every pod interested in it (activeQ or backoffQ
+        by the same clock) and sets the move request cycle, and nothing
+        between the deletions puts a pod back among them.  With a grace
+        period each victim is marked terminating (DisruptionTarget,
+        deleting) and leaves at its deadline (``terminate_due``).
+        ``batch_evictions`` False: a move request per victim (the oracle of
+        the tests)."""
         state = self.state
         grace = self.termination_grace_seconds
+        one_move = self.batch_evictions
         evictions = self.metrics.evictions
         emit = self.events.emit
         pkey = preemptor.key
-        if grace <= 0 and self.batch_evictions:
-            for key in victims:
-                evictions.append({"pod": key, "node": node, "preemptor": pkey})
-                emit("Preempted", key, node, f"preempted by {pkey} on node {node}",
-                     preemptor=pkey)
-            if victims:
-                for key in victims:
-                    state.remove_pod(key)
-                self.queue.move_all(POD_DELETE)
-            return
         for key in victims:
             evictions.append({"pod": key, "node": node, "preemptor": pkey})
             emit("Preempted", key, node, f"preempted by {pkey} on node {node}",
                  preemptor=pkey)
             if grace <= 0:
                 state.remove_pod(key)
-                self.queue.move_all(POD_DELETE)
+                if not one_move:
+                    self.queue.move_all(POD_DELETE)
                 continue
             rec = state.pods.record(key)
             cond = {"type": "DisruptionTarget", "status": "True",
@@ -469,6 +457,8 @@ class SchedulingCycle:
             state.update_pod(rec, node)
             heapq.heappush(self.terminating,
                            (self.clock.now() + grace, next(self._seq), key))
+        if grace <= 0 and one_move and victims:
+            self.queue.move_all(POD_DELETE)
 
     def _clear_lower_nominations(self, node: str, prio: int) -> None:
         for other in self.nominator.nominated_on(node):
