@@ -96,27 +96,24 @@ def _class_tables(node: ast.ClassDef) -> dict[str, tuple[str, str]] | None:
     return {attr: (types[attr], names[attr]) for attr in types}
 
 
+# the client's collection types and the tables' prefix for each
+_COLLECTIONS = ((r"list\[(.+)\]", "[]"), (r"dict\(str, (.+)\)", "{}"))
+
+
 def _value(type_string: str, models) -> str | None:
     """A field's value in the tables' form (see the module doc)."""
     t = type_string.strip()
     if t in _SCALARS:
         return None
-    m = re.fullmatch(r"list\[(.+)\]", t)
-    if m:
-        inner = _value(m.group(1), models)
-        if inner is None:
-            return None
-        if inner.startswith(("[]", "{}")):
-            raise ValueError(f"nested collection of structs: {type_string}")
-        return "[]" + inner
-    m = re.fullmatch(r"dict\(str, (.+)\)", t)
-    if m:
-        inner = _value(m.group(1), models)
-        if inner is None:
-            return None
-        if inner.startswith(("[]", "{}")):
-            raise ValueError(f"nested collection of structs: {type_string}")
-        return "{}" + inner
+    for pattern, prefix in _COLLECTIONS:
+        m = re.fullmatch(pattern, t)
+        if m:
+            inner = _value(m.group(1), models)
+            if inner is None:
+                return None
+            if inner.startswith(("[]", "{}")):
+                raise ValueError(f"nested collection of structs: {type_string}")
+            return prefix + inner
     if t not in models:
         raise ValueError(f"unknown type {type_string!r}")
     return t
