@@ -637,27 +637,42 @@ def combine(paths: list, base_commit: str, after_commit: str, note: str = "") ->
             "workloads": out}
 
 
+def _paired_rounds(paths: list, pattern: str, label, fields) -> dict:
+    """The records among ``paths`` whose file names match ``pattern`` (its
+    first group the side, ``base`` or ``after``; its last the round),
+    grouped by ``label(match)``: ``{label: {"rounds": {round: {side:
+    {field: value}}}, "same_placements": ..., "paired": [the rounds with
+    both sides]}}`` (``paired`` for the caller's medians)."""
+    out: dict = {}
+    for path in sorted(paths):
+        m = re.match(pattern, os.path.basename(path))
+        if not m:
+            continue
+        with open(path) as f:
+            rec = json.load(f)
+        w = out.setdefault(label(m), {"rounds": {}})
+        w["rounds"].setdefault(int(m.group(m.lastindex)), {})[m.group(1)] = {
+            k: rec.get(k) for k in fields}
+    for w in out.values():
+        rounds = [r for r in w["rounds"].values() if "base" in r and "after" in r]
+        w["same_placements"] = all(r["base"]["placements_sha256"] ==
+                                   r["after"]["placements_sha256"] for r in rounds)
+        w["paired"] = rounds
+    return out
+
+
 def numba_rounds(paths: list) -> dict:
     """The numba backend's one-at-a-time cycles beside the base tree's:
     per workload and round the records of ``tensorsched bench --backend
     numba --no-batch`` named ``numba-{base,after}-WORKLOAD-ROUND.json``
     (each its own process, alternated): p50 / p99 latency (wall
     microseconds a pod), the timed run's process CPU seconds, placements."""
-    out: dict = {}
-    for path in sorted(paths):
-        m = re.match(r"numba-(base|after)-(.+)-(\d+)\.json$", os.path.basename(path))
-        if not m:
-            continue
-        with open(path) as f:
-            rec = json.load(f)
-        w = out.setdefault(m.group(2), {"rounds": {}})
-        w["rounds"].setdefault(int(m.group(3)), {})[m.group(1)] = {
-            k: rec.get(k) for k in ("nodes", "pods", "p50_us", "p99_us", "cpu_seconds",
-                                    "placements_sha256", "commit", "load")}
+    out = _paired_rounds(paths, r"numba-(base|after)-(.+)-(\d+)\.json$",
+                         lambda m: m.group(2),
+                         ("nodes", "pods", "p50_us", "p99_us", "cpu_seconds",
+                          "placements_sha256", "commit", "load"))
     for w in out.values():
-        rounds = [r for r in w["rounds"].values() if "base" in r and "after" in r]
-        w["same_placements"] = all(r["base"]["placements_sha256"] ==
-                                   r["after"]["placements_sha256"] for r in rounds)
+        rounds = w.pop("paired")
         for side in ("base", "after"):
             for k in ("p50_us", "cpu_seconds"):
                 got = [r[side][k] for r in rounds if r[side][k] is not None]
@@ -676,24 +691,14 @@ def totals_rounds(paths: list) -> dict:
     and the device calls a cycle.  ``gap_us``: a side's cuda-stub host
     outside the machinery less its numba framework share (what the cuda
     cycle's host does beyond the framework numba's cycle shares)."""
-    out: dict = {}
-    for path in sorted(paths):
-        m = re.match(r"totals-(base|after)-(cuda-stub|cuda|numba)-(.+)-(\d+)\.json$",
-                     os.path.basename(path))
-        if not m:
-            continue
-        with open(path) as f:
-            rec = json.load(f)
-        w = out.setdefault(f"{m.group(2)} {m.group(3)}", {"rounds": {}})
-        w["rounds"].setdefault(int(m.group(4)), {})[m.group(1)] = {
-            k: rec.get(k) for k in ("cycles", "cycle_us", "kernels_us", "machinery_us", "gc_us",
-                                    "host_outside_machinery_us", "evaluate_us", "framework_us",
-                                    "per_cycle_p50_us", "device_calls_per_cycle",
-                                    "placements_sha256", "commit", "load")}
+    out = _paired_rounds(paths, r"totals-(base|after)-(cuda-stub|cuda|numba)-(.+)-(\d+)\.json$",
+                         lambda m: f"{m.group(2)} {m.group(3)}",
+                         ("cycles", "cycle_us", "kernels_us", "machinery_us", "gc_us",
+                          "host_outside_machinery_us", "evaluate_us", "framework_us",
+                          "per_cycle_p50_us", "device_calls_per_cycle",
+                          "placements_sha256", "commit", "load"))
     for w in out.values():
-        rounds = [r for r in w["rounds"].values() if "base" in r and "after" in r]
-        w["same_placements"] = all(r["base"]["placements_sha256"] ==
-                                   r["after"]["placements_sha256"] for r in rounds)
+        rounds = w.pop("paired")
         for side in ("base", "after"):
             got = [r[side]["per_cycle_p50_us"] for r in rounds]
             w[f"{side}_per_cycle_p50_us_median_of_rounds"] = {
