@@ -111,8 +111,8 @@ from tensorsched.framework.records.records import (
 )
 from .quantity import INT64_MAX, INT64_MIN
 from .selectors import NS_NAME_LABEL
-from .strict_fields import (UnknownFieldWarning, refuse_unknown_fields, strict_kind,
-                            take_remembered, warning_line)
+from .strict_fields import (UnknownFieldWarning, collect_unknown, refuse_unknown_fields,
+                            strict_kind, take_remembered, warning_line)
 from .volumes import VOLUME_KINDS, parse_pod_volumes, remember_pod_volumes
 from .workloads import OBJECT_KINDS as WORKLOAD_KINDS
 from .workloads import ControllerRecord, ServiceRecord
@@ -1269,49 +1269,50 @@ def parse_objects(objs: Iterable[dict], *, source: str | None = None,
     # Pods of one template (a ReplicaSet's...) are parsed once (pod_templates).
     pod_kind = table["Pod"][0]
     pods = PodTemplates(parse_pod) if pod_kind.parse is parse_pod else None
-    for index, raw in enumerate(objs):
-        origin = source_of(raw) or (f"{source}#{index}" if source else None)
-        for obj, where in _flatten(raw, origin or f"objects#{index}"):
-            obj_source = source_of(obj) or (where if origin else None)
-            kind = obj["kind"]
-            entry = table.get(kind)
-            if entry is None and kind.lower() in by_lower:
-                right = by_lower[kind.lower()]
-                raise ManifestError(_object_label(obj) or where, "kind",
-                                    f"unknown kind {kind!r} (did you mean {right}? "
-                                    "kinds are case-sensitive)", obj_source)
-            if entry is None or (entry[0].accepts is not None and not entry[0].accepts(obj)):
-                out.ignored_kinds[kind] = out.ignored_kinds.get(kind, 0) + 1
-                if entry is not None and entry[0].reads:
-                    v = (kind, str(obj.get("apiVersion")), entry[0].reads)
-                    out.ignored_versions[v] = out.ignored_versions.get(v, 0) + 1
-                hint = _near_kind(kind, table) if entry is None else None
-                if hint:
-                    out.ignored_suggestions[kind] = hint
-                continue
-            spec, bucket = entry
-            try:
-                if spec is pod_kind and pods is not None:
-                    record = pods.parse(obj, where=where)
-                else:
-                    record = spec.parse(obj, where=where)
-            except ManifestError as exc:
-                raise exc.with_source(obj_source) from None
-            except RecursionError:
-                raise ManifestError(where, "", f"nested too deeply (more than {MAX_DEPTH} "
-                                    "levels)") from None
-            key = spec.key(record)
-            if key in seen[kind]:
-                first = seen[kind][key]
-                also = f" ({first})" if first else ""
-                raise ManifestError(spec.label.format(key), "metadata.name",
-                                    f"duplicate {kind} (another object already has this "
-                                    f"name{also})", obj_source)
-            seen[kind][key] = obj_source
-            bucket.append(record)
-            unknown = take_remembered(obj)
-            if unknown:
-                out.unknown_fields.append((spec.label.format(key), obj_source, unknown))
+    with collect_unknown():     # the stored objects' unknown fields, this call's only
+        for index, raw in enumerate(objs):
+            origin = source_of(raw) or (f"{source}#{index}" if source else None)
+            for obj, where in _flatten(raw, origin or f"objects#{index}"):
+                obj_source = source_of(obj) or (where if origin else None)
+                kind = obj["kind"]
+                entry = table.get(kind)
+                if entry is None and kind.lower() in by_lower:
+                    right = by_lower[kind.lower()]
+                    raise ManifestError(_object_label(obj) or where, "kind",
+                                        f"unknown kind {kind!r} (did you mean {right}? "
+                                        "kinds are case-sensitive)", obj_source)
+                if entry is None or (entry[0].accepts is not None and not entry[0].accepts(obj)):
+                    out.ignored_kinds[kind] = out.ignored_kinds.get(kind, 0) + 1
+                    if entry is not None and entry[0].reads:
+                        v = (kind, str(obj.get("apiVersion")), entry[0].reads)
+                        out.ignored_versions[v] = out.ignored_versions.get(v, 0) + 1
+                    hint = _near_kind(kind, table) if entry is None else None
+                    if hint:
+                        out.ignored_suggestions[kind] = hint
+                    continue
+                spec, bucket = entry
+                try:
+                    if spec is pod_kind and pods is not None:
+                        record = pods.parse(obj, where=where)
+                    else:
+                        record = spec.parse(obj, where=where)
+                except ManifestError as exc:
+                    raise exc.with_source(obj_source) from None
+                except RecursionError:
+                    raise ManifestError(where, "", f"nested too deeply (more than {MAX_DEPTH} "
+                                        "levels)") from None
+                key = spec.key(record)
+                if key in seen[kind]:
+                    first = seen[kind][key]
+                    also = f" ({first})" if first else ""
+                    raise ManifestError(spec.label.format(key), "metadata.name",
+                                        f"duplicate {kind} (another object already has this "
+                                        f"name{also})", obj_source)
+                seen[kind][key] = obj_source
+                bucket.append(record)
+                unknown = take_remembered(obj)
+                if unknown:
+                    out.unknown_fields.append((spec.label.format(key), obj_source, unknown))
     if out.unknown_fields:
         warnings.warn(UnknownFieldWarning("\n".join(unknown_field_lines(out)),
                                           tuple(out.unknown_fields)), stacklevel=2)

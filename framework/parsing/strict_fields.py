@@ -13,12 +13,14 @@ How tensorsched meets one (:func:`refuse_unknown_fields`): a new object (a
 manifest, no ``metadata.resourceVersion``, ``dra_validation.stored_object``)
 is refused in those words; a stored object (a dump, perhaps from a newer API
 server that has fields 1.35 lacks) is read without the field, and the fields
-are remembered (:func:`take_remembered`): ``manifests.parse_objects`` lists
-them in ``Objects.unknown_fields`` (one warning line per object,
-:func:`warning_line`, which the CLI prints) and warns once per call with an
-:class:`UnknownFieldWarning` (``tensorsched.UnknownFieldWarning``); the
-readers of pods outside it (a scheduler's and a simulation's pending pods)
-warn the same way once per call (:func:`warn_remembered`).
+are collected by the reading call (:func:`collect_unknown`):
+``manifests.parse_objects`` lists them in ``Objects.unknown_fields`` (one
+warning line per object, :func:`warning_line`, which the CLI prints) and
+warns once per call with an :class:`UnknownFieldWarning`
+(``tensorsched.UnknownFieldWarning``); the readers of pods outside it (a
+scheduler's and a simulation's pending pods) warn the same way once per call
+(:func:`warn_collected`); an object parsed on its own, outside any such call
+(a node a simulation adds), warns at once.
 
 The tables (:data:`STRUCTS`) are :mod:`.api_fields`, generated from the
 official Python client's models of Kubernetes 1.35, and two hand-written
@@ -42,6 +44,9 @@ for the parts of a repeat its keys do not cover).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 
 from .api_fields import KIND_STRUCTS as _API_KINDS
@@ -64,7 +69,8 @@ __all__ = [
     "remember",
     "remembered",
     "take_remembered",
-    "warn_remembered",
+    "warn_collected",
+    "collect_unknown",
     "warning_line",
     "strict_kind",
 ]
@@ -330,53 +336,79 @@ def unknown_fields_message(paths) -> str:
         f'unknown field "{p}"' for p in list(paths)[:MAX_NAMED])
 
 
-# Stored objects read with fields the API lacks: id(obj) -> (obj, their
-# paths), until ``parse_objects`` takes them (bounded; the object kept so an
-# id is not reused).
-_STORED_UNKNOWN: dict[int, tuple[dict, list[str]]] = {}
+# Stored objects read with fields the API lacks, collected per reading call
+# (``collect_unknown``): id(obj) -> (obj, their paths); the object is kept
+# so that its id is not reused while the call runs.  A context variable, so
+# threads and nested calls each collect their own.
+_COLLECTED: ContextVar[dict | None] = ContextVar("tensorsched_unknown_fields", default=None)
+
+
+@contextmanager
+def collect_unknown() -> Iterator[dict]:
+    """Collect the unknown fields of the stored objects read inside the
+    block: yields ``{id(obj): (obj, paths)}``, filled by
+    :func:`refuse_unknown_fields` and read with :func:`take_remembered` /
+    :func:`warn_collected`.  Dropped at the block's end, so a call that
+    fails half-way leaves nothing behind."""
+    found: dict = {}
+    token = _COLLECTED.set(found)
+    try:
+        yield found
+    finally:
+        _COLLECTED.reset(token)
 
 
 def remember(obj, paths: list[str]) -> None:
-    """Remember stored ``obj``'s unknown fields for :func:`take_remembered`."""
-    if len(_STORED_UNKNOWN) > 65536:
-        _STORED_UNKNOWN.clear()
-    _STORED_UNKNOWN[id(obj)] = (obj, paths)
+    """Stored ``obj``'s unknown fields, for the reading call collecting them
+    (:func:`collect_unknown`); read outside any such call (a single node or
+    pod parsed on its own) they are warned of at once."""
+    found = _COLLECTED.get()
+    if found is None:
+        _warn([(obj, paths)], stacklevel=4)
+    else:
+        found[id(obj)] = (obj, paths)
 
 
 def remembered(obj) -> list[str]:
-    """The unknown fields remembered of stored ``obj`` ([] when none)."""
-    got = _STORED_UNKNOWN.get(id(obj)) if _STORED_UNKNOWN else None
+    """The unknown fields collected of stored ``obj`` ([] when none)."""
+    found = _COLLECTED.get()
+    got = found.get(id(obj)) if found else None
     return got[1] if got is not None and got[0] is obj else []
 
 
 def take_remembered(obj) -> list[str]:
     """The unknown fields :func:`refuse_unknown_fields` found in stored
-    ``obj``, forgotten here ([] when none)."""
-    if not _STORED_UNKNOWN:
+    ``obj`` during the collecting call, forgotten here ([] when none)."""
+    found = _COLLECTED.get()
+    if not found:
         return []
-    got = _STORED_UNKNOWN.get(id(obj))
+    got = found.get(id(obj))
     if got is None or got[0] is not obj:
         return []
-    del _STORED_UNKNOWN[id(obj)]
+    del found[id(obj)]
     return got[1]
 
 
-def warn_remembered(stacklevel: int = 2) -> None:
-    """One :class:`UnknownFieldWarning` naming every stored object whose
-    unknown fields are still remembered, all of them then forgotten: the
-    pods read outside ``parse_objects`` (``Scheduler.schedule_pending``,
+def warn_collected(found: dict, stacklevel: int = 2) -> None:
+    """One :class:`UnknownFieldWarning` naming every stored object in
+    ``found`` (a :func:`collect_unknown` block's) not taken yet: the pods read
+    outside ``parse_objects`` (``Scheduler.schedule_pending``,
     ``Simulation.submit``, ``Scheduler.add_pod``), which takes its own.
-    Nothing remembered (the usual case): one dict test."""
-    if not _STORED_UNKNOWN:
-        return
+    Nothing found (the usual case): one test."""
+    if found:
+        _warn(list(found.values()), stacklevel=stacklevel + 1)
+        found.clear()
+
+
+def _warn(objects: list, stacklevel: int) -> None:
+    """The :class:`UnknownFieldWarning` of ``objects`` [(obj, paths)]."""
     fields = []
-    for obj, paths in _STORED_UNKNOWN.values():
+    for obj, paths in objects:
         meta = obj.get("metadata") if isinstance(obj, dict) else None
         meta = meta if isinstance(meta, dict) else {}
         name = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") \
             else f"{meta.get('name')}"
         fields.append((f"{obj.get('kind') or 'object'} {name}", None, paths))
-    _STORED_UNKNOWN.clear()
     warnings.warn(UnknownFieldWarning("\n".join(warning_line(*f) for f in fields),
                                       tuple(fields)), stacklevel=stacklevel + 1)
 
@@ -386,7 +418,7 @@ def refuse_unknown_fields(ctx: ObjectContext, obj: dict, kind: str,
     """Refuse a new object (a manifest: no ``metadata.resourceVersion``) of
     kind ``kind`` that has a field the API does not have, as the API
     server's strict decoding does; a stored object's such fields are
-    remembered (:func:`take_remembered`).  ``clean``: the caller's
+    collected (:func:`collect_unknown`).  ``clean``: the caller's
     :func:`known` of ``obj`` when it has it (None: asked here)."""
     struct = KIND_STRUCTS[kind]
     if clean is None:

@@ -17,7 +17,7 @@ from tensorsched.framework.parsing.manifests import Objects, parse_objects, pars
 from tensorsched.framework.records.pod_columns import PodColumns
 from tensorsched.framework.parsing.pod_templates import PodTemplates
 from tensorsched.framework.parsing.priorities import PriorityResolver
-from tensorsched.framework.parsing.strict_fields import warn_remembered
+from tensorsched.framework.parsing.strict_fields import collect_unknown, warn_collected
 from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.preemption.evaluator import PodTable
 from tensorsched.framework.runtime.framework import Framework
@@ -39,8 +39,9 @@ def pod_from(pod) -> PodRecord:
     fields the API lacks: an ``UnknownFieldWarning``)."""
     if isinstance(pod, PodRecord):
         return pod
-    record = parse_pod(pod)
-    warn_remembered(stacklevel=2)
+    with collect_unknown() as found:
+        record = parse_pod(pod)
+    warn_collected(found, stacklevel=2)
     return record
 
 
@@ -50,8 +51,9 @@ def pods_from(pods, resolve=None) -> list[PodRecord]:
     (``Cluster.resolve``) the parsed records come with their priority
     resolved, once per template (records passed in are left as they are)."""
     templates = PodTemplates(parse_pod, finish=resolve)
-    records = [p if isinstance(p, PodRecord) else templates.parse(p) for p in pods]
-    warn_remembered(stacklevel=2)      # stored pods read without unknown fields
+    with collect_unknown() as found:
+        records = [p if isinstance(p, PodRecord) else templates.parse(p) for p in pods]
+    warn_collected(found, stacklevel=2)     # stored pods read without unknown fields
     return records
 
 
@@ -61,8 +63,9 @@ def pod_columns_from(pods, resolve=None) -> PodColumns:
     no record each (``PodTemplates.parse_columns``)."""
     if isinstance(pods, PodColumns):
         return pods
-    columns = PodTemplates(parse_pod, finish=resolve).parse_columns(pods)
-    warn_remembered(stacklevel=2)      # stored pods read without unknown fields
+    with collect_unknown() as found:
+        columns = PodTemplates(parse_pod, finish=resolve).parse_columns(pods)
+    warn_collected(found, stacklevel=2)     # stored pods read without unknown fields
     return columns
 
 

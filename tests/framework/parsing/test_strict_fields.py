@@ -542,3 +542,47 @@ def test_stored_pods_read_outside_parse_objects_warn_once_a_call():
     with pytest.warns(UnknownFieldWarning, match=r'Pod ns/late: unknown field '
                                                  r'"spec.nodeselector"'):
         sim.submit([late], at=5)
+
+
+def _stored(obj, name):
+    obj["metadata"].update(name=name, resourceVersion="7")
+    return obj
+
+
+def test_a_read_that_fails_half_way_leaves_no_unknown_field_behind():
+    """The unknown fields of the stored pods a failed read took in before
+    its error belong to that read: a later call of clean pods warns of
+    nothing, and the scheduler's pending pods are as they were."""
+    first = _stored(pod(), "s-0")
+    first["spec"]["nodeselector"] = {"zone": "a"}
+    broken = pod()
+    broken["metadata"]["name"] = "broken"
+    broken["spec"]["priority"] = "high"
+    sched = ts.Scheduler(build_cluster([node()]), backend="numpy")
+    for read in (parse_objects, sched.schedule_pending):
+        with pytest.raises(ManifestError, match="broken"):
+            read([copy.deepcopy(first), copy.deepcopy(broken)])
+    clean = pod()
+    clean["metadata"]["name"] = "c"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnknownFieldWarning)
+        bindings, _ = sched.schedule_pending([clean])
+        parse_objects([copy.deepcopy(clean)])
+    assert [b.pod for b in bindings] == ["ns/c"]
+
+
+def test_an_object_parsed_on_its_own_warns_at_once_and_is_not_kept():
+    """A stored node a simulation adds (parsed on its own, outside any
+    reading call) is warned of when it is read, naming it, not kept for
+    whichever reading call comes next."""
+    sim = ts.Simulation([node()], backend="numpy")
+    late = _stored(node(), "n2")
+    late["status"]["allocatabel"] = {"cpu": "8"}
+    with pytest.warns(UnknownFieldWarning, match=r'Node n2: unknown field "status.allocatabel"'):
+        sim.add_node(late, at=5)
+    clean = pod()
+    clean["metadata"]["name"] = "c"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnknownFieldWarning)
+        got = parse_objects([clean])
+    assert got.unknown_fields == []
