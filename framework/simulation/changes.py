@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tensorsched.framework.parsing.node_lifecycle import drain_exemption, set_unschedulable
+from tensorsched.framework.parsing.strict_fields import collect_unknown
 
 from .agenda import PRIO_LEAVE
 from .errors import SimulationError
@@ -57,7 +58,9 @@ class ClusterChanges:
             if name in self._cluster.state.node_rows:
                 raise SimulationError(f"Node {name}: added at {self._clock.now():g}s but it "
                                       "exists")
-            self._scheduler.add_node(payload)
+            # its unknown fields were warned of when ``Simulation.add_node`` read it
+            with collect_unknown():
+                self._scheduler.add_node(payload)
             self._listeners.event("NodeAdded", None, name)
         elif kind == "delete_node":
             state = self._cluster.state

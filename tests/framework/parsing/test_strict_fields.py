@@ -573,13 +573,17 @@ def test_a_read_that_fails_half_way_leaves_no_unknown_field_behind():
 
 def test_an_object_parsed_on_its_own_warns_at_once_and_is_not_kept():
     """A stored node a simulation adds (parsed on its own, outside any
-    reading call) is warned of when it is read, naming it, not kept for
-    whichever reading call comes next."""
+    reading call) is warned of when it is read, naming it, once (not again
+    as it joins), and not kept for whichever reading call comes next."""
     sim = ts.Simulation([node()], backend="numpy")
     late = _stored(node(), "n2")
     late["status"]["allocatabel"] = {"cpu": "8"}
     with pytest.warns(UnknownFieldWarning, match=r'Node n2: unknown field "status.allocatabel"'):
         sim.add_node(late, at=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnknownFieldWarning)
+        sim.run(6)          # joins at 5 without a second warning
+    assert "n2" in sim.cluster.state.node_rows
     clean = pod()
     clean["metadata"]["name"] = "c"
     with warnings.catch_warnings():
