@@ -636,20 +636,24 @@ class ClusterState:
         entry = self.pods.pop(key, None)
         if entry is None:
             raise StateError(f"Pod {key}: not in the cluster state")
-        self.priorities.remove(entry.record.priority or 0)
-        row = entry.node_row
-        self.requested[row, : entry.request.shape[0]] -= entry.request
-        self.nonzero_requested[row, 0] -= entry.nonzero[0]
-        self.nonzero_requested[row, 1] -= entry.nonzero[1]
-        counts = self.port_counts[row]
-        for b in entry.port_ids:
-            counts[b] -= 1
-            if counts[b] == 0:
-                del counts[b]
-                self.port_bits[row, b >> 6] &= ~(np.int64(1) << np.int64(b & 63))
+        record, row = entry.record, entry.node_row
+        self.priorities.remove(record.priority or 0)
+        req, (cpu, memory) = entry.shape
+        self.requested[row, : req.shape[0]] -= req
+        nonzero = self.nonzero_requested
+        nonzero[row, 0] -= cpu
+        nonzero[row, 1] -= memory
+        if entry.port_ids:
+            counts = self.port_counts[row]
+            for b in entry.port_ids:
+                counts[b] -= 1
+                if counts[b] == 0:
+                    del counts[b]
+                    self.port_bits[row, b >> 6] &= ~(np.int64(1) << np.int64(b & 63))
         self.pods_on_node[row].pop(key, None)
         self._touch(row)
-        self.listeners.pod_removed(entry.record, row)
+        for fn in self.listeners.each:          # pod_removed, inline: once per pod
+            fn(record, row, -1)
         return entry
 
     def update_pod(self, pod: PodRecord, node_name: str | None = None) -> int:
