@@ -150,6 +150,16 @@ class FailureMemory:
             return got, stamp, None
         return got, stamp, failure
 
+    def holds(self, state, nominator) -> bool:
+        """Whether some failure is remembered for the cluster as it is now
+        (``failure_stamp`` of ``state`` and ``nominator``): when not,
+        ``recall_pod`` gives no failure whatever the pod, and a cycle may
+        take the pod's key only if its own failure is to be remembered
+        (``SchedulingCycle.defer_failure_keys``)."""
+        stamp = self._stamp
+        return (stamp is not None and stamp[0] == state.version
+                and stamp[1] == nominator.version and bool(self._failures))
+
     def recall_alike(self, pod: PodRecord, state, nominator,
                      start_index: int) -> RememberedFailure | None:
         """The failure ``recall_pod`` gives ``pod`` when it is of the pod

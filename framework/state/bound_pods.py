@@ -313,17 +313,19 @@ class BoundPods(Mapping):
 
     def pop(self, key: str, *default):
         """Unbind ``key``: its :class:`PodRow` (or ``default``, else KeyError)."""
-        if key not in self._slot:
+        s = self._slot.pop(key, None)        # one lookup (a victim's removal)
+        if s is None:
             if default:
                 return default[0]
             raise KeyError(key)
-        entry = self[key]
-        s = self._slot.pop(key)
+        sid = int(self.shape_id[s])
+        cid = int(self.class_id[s])
+        entry = PodRow(build_record(self.classes[cid], key, int(self.creation_ns[s]),
+                                    self.manifests[s], self.extras.pop(s, NO_EXTRAS)),
+                       int(self.node_row[s]), sid, self.shapes[sid], self.ports.pop(s, ()), s)
         self.node_row[s] = -1
         self.manifests[s] = None
-        self.extras.pop(s, None)
-        self.ports.pop(s, None)
-        self._release_class(int(self.class_id[s]))
+        self._release_class(cid)
         self._free[s] = None
         return entry
 

@@ -248,8 +248,10 @@ class ClusterState:
     def columns(self) -> L.NodeColumns:
         """The node columns, trimmed to the rows in use (views, no copies;
         memoized until a row, key or table is added)."""
-        key = (self.layout_version, self.n_rows, len(self.resources), len(self.label_keys),
-               len(self.taints), len(self.images), len(self.ports))
+        # every dictionary of the state bumps ``_growth`` when it grows (a
+        # label value too: a spare miss), so one counter stands for the
+        # key, taint, image and port counts
+        key = (self.layout_version, self.n_rows, len(self.resources.names), self._growth[0])
         cached = self._columns_cache
         if cached is not None and cached[0] == key:
             return cached[1]
@@ -467,17 +469,25 @@ class ClusterState:
         if row is None:
             raise StateError(f"Pod {key}: spec.nodeName: node {target!r} is not in "
                              "the cluster state")
-        self.resources.check_room(f"Pod {key}", pod.requests)
+        # A request the state has accounted before (every resource known:
+        # nothing to intern, no room to check) has its shape id memoized.
+        sid = _shape_id(self, pod)
+        if sid < 0:
+            self.resources.check_room(f"Pod {key}", pod.requests)
         _check_sum_room(self, pod, row)
         _check_priority(pod)
-        req = self.resource_vector(pod.requests, intern=True)
-        req[L.RES_PODS] = 1
+        if sid < 0:
+            req = self.resource_vector(pod.requests, intern=True)
+            req[L.RES_PODS] = 1
+        else:
+            req = self.pods.shapes[sid][0]
         port_ids = tuple(self.intern_bit(self.ports, "port_bits",
                                           (p.protocol, p.host_ip, p.port))
-                         for p in pod.host_ports)
+                         for p in pod.host_ports) if pod.host_ports else ()
         if req.shape[0] > self.requested.shape[1]:
             self._ensure_cols("requested", req.shape[0])
-        sid = self.pods.shape_of(req, pod.nonzero_cpu, pod.nonzero_memory)
+        if sid < 0:
+            sid = self.pods.shape_of(req, pod.nonzero_cpu, pod.nonzero_memory)
         self._account(PodRow(pod, row, sid, self.pods.shapes[sid], port_ids))
         return row
 
@@ -626,20 +636,24 @@ class ClusterState:
         entry = self.pods.pop(key, None)
         if entry is None:
             raise StateError(f"Pod {key}: not in the cluster state")
-        self.priorities.remove(entry.record.priority or 0)
-        row = entry.node_row
-        self.requested[row, : entry.request.shape[0]] -= entry.request
-        self.nonzero_requested[row, 0] -= entry.nonzero[0]
-        self.nonzero_requested[row, 1] -= entry.nonzero[1]
-        counts = self.port_counts[row]
-        for b in entry.port_ids:
-            counts[b] -= 1
-            if counts[b] == 0:
-                del counts[b]
-                self.port_bits[row, b >> 6] &= ~(np.int64(1) << np.int64(b & 63))
+        record, row = entry.record, entry.node_row
+        self.priorities.remove(record.priority or 0)
+        req, (cpu, memory) = entry.shape
+        self.requested[row, : req.shape[0]] -= req
+        nonzero = self.nonzero_requested
+        nonzero[row, 0] -= cpu
+        nonzero[row, 1] -= memory
+        if entry.port_ids:
+            counts = self.port_counts[row]
+            for b in entry.port_ids:
+                counts[b] -= 1
+                if counts[b] == 0:
+                    del counts[b]
+                    self.port_bits[row, b >> 6] &= ~(np.int64(1) << np.int64(b & 63))
         self.pods_on_node[row].pop(key, None)
         self._touch(row)
-        self.listeners.pod_removed(entry.record, row)
+        for fn in self.listeners.each:          # pod_removed, inline: once per pod
+            fn(record, row, -1)
         return entry
 
     def update_pod(self, pod: PodRecord, node_name: str | None = None) -> int:

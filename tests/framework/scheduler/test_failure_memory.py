@@ -97,10 +97,11 @@ def scenarios(draw):
             draw(st.sampled_from([0.0, 5.0])))
 
 
-def _play(nodes, steps, seed, batch, grace, remember):
+def _play(nodes, steps, seed, batch, grace, remember, defer=True):
     cluster = build_cluster(nodes, ALL_NODES)
     sched = Scheduler(cluster, "numba", seed, batch=batch, remember_failures=remember,
                       termination_grace_seconds=grace)
+    sched.cycle.defer_failure_keys = defer
     log = []
     sched.subscribe("*", lambda e: log.append(dict(e)))
     keys = []
@@ -168,6 +169,47 @@ def test_remembered_failures_are_indistinguishable_from_full_cycles(case):
     assert on[0] == off[0]
     assert on[1] == off[1]
     assert off[2].failure_memory is None
+
+
+@SETTINGS
+@given(scenarios())
+def test_keys_taken_at_the_end_of_a_failed_cycle_change_nothing(case):
+    """A cycle on a cluster no remembered failure holds for takes the pod's
+    key only to remember its failure (``defer_failure_keys``): outcomes,
+    events, queue, metrics, the failures remembered and the hits are those
+    of taking it at the start of every cycle."""
+    nodes, steps, seed, batch, grace = case
+    at_start = _play(nodes, steps, seed, batch, grace, remember=True, defer=False)
+    at_end = _play(nodes, steps, seed, batch, grace, remember=True)
+    assert at_end[0] == at_start[0]
+    assert at_end[1] == at_start[1]
+    late, early = at_end[2].failure_memory, at_start[2].failure_memory
+    assert late.hits == early.hits and len(late) == len(early)
+
+
+def test_a_cycle_after_a_change_takes_no_key_unless_it_fails():
+    """Direct attempts, each after the previous one changed the cluster:
+    a pod that fits (or preempts) never asks the failure memory for its
+    key (its signature); one that fails takes it to remember its failure,
+    and the next alike pod, asking while that failure holds, is answered
+    from memory."""
+    nodes = [node_dict(f"n{i}", cpu="1") for i in range(3)]
+    low = [pod_dict(f"low-{i}", cpu="800m", priority=0, spec={"nodeName": f"n{i}"})
+           for i in range(2)]
+    sched = Scheduler(build_cluster(nodes + low, ALL_NODES), "numba", 0)
+    memory = sched.failure_memory
+    asked = []
+    key = memory.key
+    memory.key = lambda fw, pod: asked.append(pod.key) or key(fw, pod)
+    cluster = sched.cluster
+    placed = sched.schedule_one(cluster.resolve(pod_dict("fits", cpu="500m")))
+    assert placed.node == "n2" and asked == []
+    high = sched.schedule_one(cluster.resolve(pod_dict("high", cpu="800m", priority=100)))
+    assert high.node is not None and high.victims and asked == []
+    big = [cluster.resolve(pod_dict(f"big-{i}", cpu="4")) for i in range(2)]
+    assert [sched.schedule_one(p).node for p in big] == [None, None]
+    # big-1 asks as a remembered failure holds (it is answered from it)
+    assert asked == ["default/big-0", "default/big-1"] and memory.hits == 1
 
 
 def _unschedulable(n_nodes, n_pods, remember, batch=True):

@@ -264,3 +264,31 @@ def test_evicting_victims_moves_the_queue_once():
     assert b.node == "n0"
     assert calls == [("remove_pod", "default/v0"), ("remove_pod", "default/v1"),
                      ("remove_pod", "default/v2"), ("move_all", "Pod/Delete")]
+
+
+def test_evictions_nobody_listens_to_are_the_same_unannounced():
+    """``_evict`` makes no Preempted event (nor its message) when nobody
+    listens to it or to every event: the placement, victims, eviction
+    metrics and state are those of a run with a listener, which hears one
+    event per victim, in order."""
+    objs = [node_dict("n0", cpu="1")] + [pod_dict(f"v{k}", cpu="300m", spec={"nodeName": "n0"},
+                                                  created=k) for k in range(3)]
+    got = {}
+    for listen in (None, "Bound", "Preempted", "*"):
+        sched = Scheduler(build_cluster(objs, PREEMPT_CFG))
+        heard = []
+        if listen is not None:
+            sched.subscribe(listen, lambda e, heard=heard: heard.append(dict(e)))
+        b = sched.schedule_one(parse_pod(pod_dict("boss", cpu="900m", priority=100)))
+        state = sched.state
+        got[listen] = (b.node, b.victims, list(sched.evictions), sorted(state.pods),
+                       state.requested[:1].tolist(), state.version)
+        preempted = [(e["pod"], e["node"], e["message"], e["preemptor"])
+                     for e in heard if e["event"] == "Preempted"]
+        if listen in ("Preempted", "*"):
+            assert preempted == [(k, "n0", "preempted by default/boss on node n0",
+                                  "default/boss") for k in b.victims]
+        else:
+            assert preempted == []
+    assert got[None] == got["Bound"] == got["Preempted"] == got["*"]
+    assert got[None][0] == "n0" and len(got[None][1]) == 3

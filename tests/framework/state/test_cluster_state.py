@@ -964,3 +964,39 @@ def test_runs_pods_reach_the_row_keys_in_order_on_the_next_read():
     assert [list(d) for d in s.pods_on_node[:3]] == want[:2] + [["default/z0"]]
     assert s.pods_on_node is vars(s)["pods_on_node"]
     assert [p.key for p in s.pods_on("n0")] == sorted(want[0])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(extra_st, st.sampled_from([0, 100, 250]), st.booleans(),
+                          st.integers(0, 2)), min_size=1, max_size=12))
+def test_add_pod_accounts_its_own_request_when_its_shape_is_memoized(spec):
+    """``add_pod`` takes a request the state accounted before from the
+    memoized shape ids (nothing to intern, no room to check): the shape it
+    records is still the pod's own request vector (pods 1) and non-zero
+    pair, and the requested column its sum, with resources added between
+    (a node with a new extended resource), pods removed, and alike
+    requests asked again."""
+    s = ClusterState(node_capacity=2)
+    s.add_node(node("n0", cpu=100_000, mem=64 * Gi, extra={GPU: 64}))
+    bound = {}
+    for i, (extra, cpu, new_resource, leave) in enumerate(spec):
+        if new_resource:
+            s.add_node(node(f"m{i}", extra={f"example.com/r{i}": 4}))
+        p = pod(f"p{i}", "n0", cpu=cpu, extra=extra)
+        s.add_pod(p)
+        entry = s.pods[p.key]
+        want = np.zeros(len(s.resources), np.int64)
+        for name, v in p.requests.items():
+            want[s.resources.get(name)] = v
+        want[L.RES_PODS] = 1
+        assert entry.request.tolist() == want.tolist()
+        assert entry.nonzero == (p.nonzero_cpu, p.nonzero_memory)
+        bound[p.key] = want
+        if leave == 0:
+            s.remove_pod(p.key)
+            del bound[p.key]
+    total = np.zeros(len(s.resources), np.int64)
+    for want in bound.values():
+        total[: want.shape[0]] += want
+    row = s.node_rows["n0"]
+    assert s.requested[row, : total.shape[0]].tolist() == total.tolist()
