@@ -587,18 +587,24 @@ class HostVictimSearch:
         """Fill ``match`` [constraints, m, slots]: 1 where the pod in a slot
         matches a spread constraint's selector."""
         probe, st = self.probe, self.state
+        if probe is None or not probe.preds:
+            return
         n_on = self.pods.pod_count[rows]
-        slot = np.arange(match.shape[2])
+        # [m, C] 1 on the occupied slots: once for every constraint
+        occupied = (np.arange(match.shape[2])[None, :] < n_on[:, None]).view(np.int8)
         j = 0
-        for ci, p in enumerate(probe.parts if probe is not None else ()):
+        for ci, p in enumerate(probe.parts):
             if p is None:
                 continue
             got = probe.counts[j]()[rows]
             pred = probe.preds[j]
             j += 1
             # Every pod on the row matches, or none does: no per-pod test.
-            match[ci] = (got == n_on)[:, None] & (slot[None, :] < n_on[:, None])
-            for i in np.flatnonzero((got != n_on) & (got != 0)).tolist():
+            match[ci] = occupied
+            partial = got != n_on       # not every pod on the row matches
+            if partial.any():
+                match[ci, partial] = 0
+            for i in np.flatnonzero(partial & (got != 0)).tolist():
                 for s_, key in enumerate(self.keys[int(rows[i])]):
                     match[ci, i, s_] = 1 if pred(st.pods.record(key)) else 0
 
