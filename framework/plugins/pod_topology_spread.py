@@ -800,16 +800,25 @@ class SpreadProbe:
         base = np.zeros((m, n), np.int64)
         bound = np.zeros((m, n), np.int64)
         other = np.zeros((m, n), np.int64)
+        # rows past an array's end (rows added since it was built) read as
+        # absent; when none is, the rows index it directly
+        top = int(rows.max()) if m else -1
         for j, p in enumerate(self.parts):
             if p is None:
                 continue
             b, dom, ds, _, present, enforce, m1, n_m1, m2, extra = p
-            d = np.where(rows < dom.shape[0], dom[np.minimum(rows, dom.shape[0] - 1)], -1)
+            if top < dom.shape[0]:
+                d = dom[rows]
+            else:
+                d = np.where(rows < dom.shape[0], dom[np.minimum(rows, dom.shape[0] - 1)], -1)
             ok = d >= 0
-            dd = np.where(ok, d, 0)
+            dd = np.maximum(d, 0)           # 0 where absent (read only where ok)
             valid[:, j] = ok
-            dd_rows = np.minimum(rows, ds.dom.shape[0] - 1)
-            counted[:, j] = ok & (rows < ds.dom.shape[0]) & (ds.dom[dd_rows] >= 0)
+            if top < ds.dom.shape[0]:
+                counted[:, j] = ok & (ds.dom[rows] >= 0)
+            else:
+                dd_rows = np.minimum(rows, ds.dom.shape[0] - 1)
+                counted[:, j] = ok & (rows < ds.dom.shape[0]) & (ds.dom[dd_rows] >= 0)
             base[:, j] = np.where(ok, ds.sums[dd], 0)
             bound[:, j] = b
             if enforce:

@@ -42,6 +42,7 @@ counts (``tests/test_victims_spread_fast.py``,
 from __future__ import annotations
 
 import dataclasses
+import weakref
 
 import numpy as np
 
@@ -63,8 +64,37 @@ from .filter_hooks import VictimSearchHooks
 from .probe_tables import Column, DomainColumn, ProbeTables
 
 
+# id(plugin) -> (weak reference to it, fused, pod-independent-when, probe
+# kind): what ``active_host_filters`` and ``HostVictimSearch`` ask of a
+# plugin once per plugin object, not per preemptor (a ``runtime_checkable``
+# Protocol test looks each member up on every call: microseconds a plugin).
+# Weak, so a framework's plugins and what they hold die with it; a plugin
+# that takes no weak reference is asked each time.
+_TRAITS: dict = {}
+_MAX_TRAITS = 1024
+
+
+def _traits(plugin) -> tuple:
+    """(fused filter, ``PodIndependentWhen``, probe kind or None) of
+    ``plugin``, memoized per plugin object."""
+    got = _TRAITS.get(id(plugin))
+    if got is not None and got[0]() is plugin:
+        return got[1:]
+    out = (isinstance(plugin, FusedFilter), isinstance(plugin, PodIndependentWhen),
+           plugin.probe_kind if isinstance(plugin, CountProbePlugin) else None)
+    try:
+        ref = weakref.ref(plugin)
+    except TypeError:
+        return out
+    if len(_TRAITS) >= _MAX_TRAITS:
+        _TRAITS.clear()
+    _TRAITS[id(plugin)] = (ref, *out)
+    return out
+
+
 def _probe_kind(plugin) -> str | None:
-    return plugin.probe_kind if isinstance(plugin, CountProbePlugin) else None
+    return _traits(plugin)[2]
+
 
 def active_host_filters(fw, ctx, skipped) -> list:
     """The profile's non-fused filters that run for ``ctx.pod``, profile order.
@@ -76,9 +106,10 @@ def active_host_filters(fw, ctx, skipped) -> list:
     change whoever is evicted."""
     out = []
     for p in fw.filters:
-        if isinstance(p, FusedFilter) or p.name in skipped:
+        fused, independent_when, _ = _traits(p)
+        if fused or p.name in skipped:
             continue
-        if isinstance(p, PodIndependentWhen) and p.ignores_pods(ctx):
+        if independent_when and p.ignores_pods(ctx):
             continue
         out.append(p)
     return out
@@ -248,12 +279,16 @@ class HostVictimSearch:
         # pods match alike (``counts``).
         self._order = order
         self.alike_from = alike_from
-        self.susp = Suspension(ctx.state)
+        # The pods taken off and the pod-dependent built-in filters, made on
+        # first use (``susp``, ``dynamic``): the search on counts moves no
+        # pod and never asks.  With restorers (DRA claims) the suspension
+        # is made now: its checkpoints come before the hooks' beginning.
+        self._susp = Suspension(ctx.state) if ctx.state.restorers else None
         # NodeResourcesFit's checks host filters take over on some nodes,
         # and their state following the pods taken off (``filter_hooks``)
         self.hooks = VictimSearchHooks(self.ctx, filters)
         self.static: dict = {}          # row -> reason bits of the pod-independent filters
-        self.dynamic = _PodDependentFilters(q)
+        self._dynamic = None
         # Only count-probe filters on the host (PodTopologySpread and/or
         # InterPodAffinity): the search is simulated on counts (``batch``)
         # instead of moving pods.
@@ -282,9 +317,26 @@ class HostVictimSearch:
         self.simulated = 0              # nodes searched by ``batch``
         self.ready: dict = {}           # row -> on_node's answer, from ``batch``
 
+    @property
+    def susp(self) -> Suspension:
+        """The ``Suspension`` of the pods this search takes off (made on
+        first use when the state has no restorers: it then holds nothing
+        before its first removal)."""
+        if self._susp is None:
+            self._susp = Suspension(self.state)
+        return self._susp
+
+    @property
+    def dynamic(self) -> _PodDependentFilters:
+        """NodePorts and NodeResourcesFit of the query as scalar code."""
+        if self._dynamic is None:
+            self._dynamic = _PodDependentFilters(self.q)
+        return self._dynamic
+
     def close(self) -> None:
         try:
-            self.susp.restore()
+            if self._susp is not None:
+                self._susp.restore()
         finally:
             self.hooks.close()
 
@@ -535,18 +587,24 @@ class HostVictimSearch:
         """Fill ``match`` [constraints, m, slots]: 1 where the pod in a slot
         matches a spread constraint's selector."""
         probe, st = self.probe, self.state
+        if probe is None or not probe.preds:
+            return
         n_on = self.pods.pod_count[rows]
-        slot = np.arange(match.shape[2])
+        # [m, C] 1 on the occupied slots: once for every constraint
+        occupied = (np.arange(match.shape[2])[None, :] < n_on[:, None]).view(np.int8)
         j = 0
-        for ci, p in enumerate(probe.parts if probe is not None else ()):
+        for ci, p in enumerate(probe.parts):
             if p is None:
                 continue
             got = probe.counts[j]()[rows]
             pred = probe.preds[j]
             j += 1
             # Every pod on the row matches, or none does: no per-pod test.
-            match[ci] = (got == n_on)[:, None] & (slot[None, :] < n_on[:, None])
-            for i in np.flatnonzero((got != n_on) & (got != 0)).tolist():
+            match[ci] = occupied
+            partial = got != n_on       # not every pod on the row matches
+            if partial.any():
+                match[ci, partial] = 0
+            for i in np.flatnonzero(partial & (got != 0)).tolist():
                 for s_, key in enumerate(self.keys[int(rows[i])]):
                     match[ci, i, s_] = 1 if pred(st.pods.record(key)) else 0
 

@@ -16,7 +16,8 @@ description and lists the rows it changed since the previous update:
 
 - a column whose source is the same object as last time (an array, read
   only by contract, or a DomainSums whose journal still reaches back) costs
-  nothing beyond the domains its journal names, which are re-read;
+  nothing beyond the domains its journal names, which are re-read (up to
+  ``SCALAR_ROWS`` one by one, more as arrays: a preemptor moves a few);
 - a sparse column re-reads the rows it names now and named last time;
 - any other column (a new source: another preemptor's constraints,
   another structure) is compared whole, O(N) for that column only;
@@ -151,17 +152,28 @@ class ProbeTables:
                 changed.append(diff)
         return _union(changed)
 
+    # Up to this many domains a column's journal names are compared one by
+    # one in Python: a preemptor moves a few (its victims' and its own
+    # node's), where each NumPy call would cost more than the loop.
+    SCALAR_ROWS = 16
+
     def _update_doms(self, dom_cols) -> np.ndarray:
         d = self.doms.shape[0]
         changed = []
+        few: set = set()                # rows changed by the one-by-one comparisons
         for j, col in enumerate(dom_cols):
             last, version = self._dom_src[j]
-            v = _dom_values(col)
+            sums = col.sums
+            v = sums.sums if sums is not None else col.values
             rows = None
-            if col.sums is not None and col.sums is last.sums:
-                rows = col.sums.changed_since(version)
-            elif col.sums is None and last.sums is None and col.values is last.values:
-                rows = np.zeros(0, np.int64)
+            if sums is not None and sums is last.sums:
+                if sums.version == version:
+                    continue                # no update since: nothing moved
+                rows = sums.changed_since(version)
+            elif sums is None and last.sums is None and col.values is last.values:
+                self._dom_src[j] = (col, 0)
+                continue
+            self._dom_src[j] = (col, sums.version if sums is not None else 0)
             if rows is None:            # another source, or its journal is too short
                 want = np.zeros(d, np.int64)
                 if v is not None:
@@ -170,15 +182,28 @@ class ProbeTables:
                 diff = np.flatnonzero(self.doms[:, j] != want)
                 self.doms[diff, j] = want[diff]
             elif v is None or not rows.shape[0]:    # nothing moved (zeros as last time)
-                diff = rows[:0]
+                continue
+            elif rows.shape[0] <= self.SCALAR_ROWS:
+                width = v.shape[0]
+                doms = self.doms
+                for r in rows.tolist():
+                    if r >= width:
+                        continue
+                    self.rows_read += 1
+                    x = v[r]
+                    if doms[r, j] != x:
+                        doms[r, j] = x
+                        few.add(r)
+                continue
             else:
                 rows = rows[rows < v.shape[0]]
                 self.rows_read += rows.shape[0]
                 diff = rows[self.doms[rows, j] != v[rows]]
                 self.doms[diff, j] = v[diff]
-            self._dom_src[j] = (col, col.sums.version if col.sums is not None else 0)
             if diff.shape[0]:
                 changed.append(diff)
+        if few:
+            changed.append(np.array(sorted(few), np.int64))
         return _union(changed)
 
 

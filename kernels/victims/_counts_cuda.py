@@ -75,23 +75,20 @@ _HEAD = 3
 
 def pack_per(scalars: dict, parts: dict) -> np.ndarray:
     """The per-preemptor buffer [size] int64 from ``scalars`` (by
-    ``PER_SCALARS``) and ``parts`` (by ``PER_PARTS``: 1-D or 2-D arrays)."""
-    head = len(PER_SCALARS) + _HEAD * len(PER_PARTS)
-    arrays = [np.asarray(parts[name], np.int64) for name, _ in PER_PARTS]
-    size = head + sum(a.size for a in arrays)
-    out = np.zeros(size, np.int64)
-    for k, name in enumerate(PER_SCALARS):
-        out[k] = int(scalars[name])
-    at = head
-    for k, ((name, nd), a) in enumerate(zip(PER_PARTS, arrays)):
-        shape = (1, a.shape[0]) if nd == 1 else a.shape
+    ``PER_SCALARS``) and ``parts`` (by ``PER_PARTS``: 1-D or 2-D arrays):
+    the header built as one list, the buffer by one concatenation."""
+    head = [int(scalars[name]) for name in PER_SCALARS]
+    at = len(PER_SCALARS) + _HEAD * len(PER_PARTS)
+    flat = []
+    for name, nd in PER_PARTS:
+        a = np.asarray(parts[name], np.int64)
         if a.ndim != nd:
             raise ValueError(f"per-preemptor part {name}: {a.ndim} dimensions, want {nd}")
-        h = len(PER_SCALARS) + _HEAD * k
-        out[h:h + _HEAD] = (at, shape[0], shape[1])
-        out[at:at + a.size] = a.reshape(-1)
+        rows, cols = (1, a.shape[0]) if nd == 1 else a.shape
+        head += (at, rows, cols)
+        flat.append(a.reshape(-1))
         at += a.size
-    return out
+    return np.concatenate([np.array(head, np.int64)] + flat)
 
 
 def work_layout(m: int, k: int, c: int, n_spread: int, n_ia: int, p: int,

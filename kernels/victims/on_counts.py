@@ -219,9 +219,17 @@ def alike_tail(order: np.ndarray, shape: np.ndarray, cls: np.ndarray, special: n
     return np.maximum(after_special, after_change).astype(np.int64)
 
 
+_COMPILED = []                  # the compiled module, once imported
+
+
 def _numba():
-    from . import _numba        # numba: compiled when first used
-    return _numba
+    """The compiled twin (``victims._numba``), imported on first use (numba
+    compiles or loads its cache then) and kept: an import statement per
+    call costs microseconds a call."""
+    if not _COMPILED:
+        from . import _numba        # numba: compiled when first used
+        _COMPILED.append(_numba)
+    return _COMPILED[0]
 
 
 def index_rows(rows: np.ndarray, count: np.ndarray, prio: np.ndarray, start: np.ndarray,
