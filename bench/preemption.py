@@ -47,7 +47,7 @@ from .harness import (
     preemption_sha256,
     record_stamp,
     timed_pending_cpu,
-    timed_schedule,
+    timed_schedule_cpu,
     warm_up_run,
 )
 
@@ -133,9 +133,7 @@ def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
     if queue:
         bindings, elapsed, cpu = timed_pending_cpu(sched, pending)
     else:
-        cpu0 = time.process_time()
-        bindings, elapsed = timed_schedule(sched, sched.queue_order(pending))
-        cpu = time.process_time() - cpu0
+        bindings, elapsed, cpu = timed_schedule_cpu(sched, sched.queue_order(pending))
     progress("scheduled")
     placed = sum(1 for b in bindings if b.node is not None and b.victims)
     mirror = cluster.pod_table().mirror

@@ -61,7 +61,7 @@ def test_timed_runs_freeze_the_setup_then_unfreeze():
 
 
 def test_timed_pending_cpu_leaves_the_collection_out(monkeypatch):
-    """The CPU seconds cover schedule_pending only: a collection that
+    """The CPU seconds cover schedule_pending (schedule_one) only: a collection that
     burns CPU before the run is not counted in them (0.3 s burnt; the
     bound leaves room for CPU other threads of a loaded test process spend
     meanwhile: process time counts every thread)."""
@@ -73,6 +73,9 @@ def test_timed_pending_cpu_leaves_the_collection_out(monkeypatch):
     monkeypatch.setattr(H.gc, "collect", slow_collect)
     outcomes, seconds, cpu = H.timed_pending_cpu(FakeScheduler(), ["c"])
     assert [o.pod for o in outcomes] == ["c"]
+    assert 0 <= cpu < 0.2 and seconds >= 0
+    bindings, seconds, cpu = H.timed_schedule_cpu(FakeScheduler(), ["a", "b"])
+    assert [b.pod for b in bindings] == ["a", "b"]
     assert 0 <= cpu < 0.2 and seconds >= 0
 
 
