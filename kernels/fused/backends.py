@@ -106,6 +106,31 @@ class _Buffers:
         return self.reasons[:m], raw, self.total[:m], self.ties[:m]
 
 
+_NO_TIES = np.zeros(0, np.int64)        # a failed cycle's ties (never written)
+
+
+def fits_nowhere(buf: _Buffers, by_row: np.ndarray, rows, start: int, n_slots: int, extra,
+                 processed: int, found: int) -> StageResult | None:
+    """A rules pick that found no row (the backends' ``_rules_pick``): the
+    failed cycle's reasons by position, for the diagnosis and the
+    preemption's status codes, the cheapest way: the row cache's reasons
+    ``by_row`` [N] put in evaluation order (``buf``'s, kept between
+    cycles) and the host filters' bits added (``extra``, run once: a rules
+    cycle has no host score, so the raw scores are neither gathered nor
+    read), as a cycle without host filters answers a failure; no ranking.
+    The pick scanned every row (``processed``) and found none.  None (the
+    caller ranks on the host) in the case the filters pass a row the
+    rules failed, which the rules' form rules out."""
+    m = rows.shape[0]
+    reasons, raw, _total, _ties = buf.get(m, n_slots, zero=False)
+    np.take(by_row, rows[start:], out=reasons[: m - start])
+    np.take(by_row, rows[:start], out=reasons[m - start:])
+    reasons, _ = extra(reasons, raw)        # ``raw``: only host scores' slots are written
+    if not reasons.all():
+        return None
+    return StageResult(reasons, None, None, _NO_TIES, processed, found)
+
+
 class NumpyBackend:
     """Array-namespace kernels (the same source serves CuPy arrays)."""
 
@@ -284,7 +309,6 @@ class NumbaBackend:
         self.rule_picks = 0
         self.domain_sums_copied = 0
         self.fits_nowhere = 0       # rules picks that found no row (no ranking after)
-        self._no_ties = np.zeros(0, np.int64)
         # the rule sets' stacked copies (``domain_rules_cycle.KeptTables``)
         self._rule_tables = DRC.KeptTables(CudaBackend.MAX_RULE_TABLES)
         self._cycle = None                  # ``fused.cycle``: compiled when first used
@@ -722,15 +746,10 @@ class NumbaBackend:
         self.rule_picks += 1
         row, processed, found, pos = out[:4].tolist()
         if row < 0:
-            m = rows.shape[0]
-            reasons, raw, _total, _ties = self._buf.get(m, n_slots, zero=False)
-            np.take(c.reasons, rows[start:], out=reasons[: m - start])
-            np.take(c.reasons, rows[:start], out=reasons[m - start:])
-            reasons, _ = extra(reasons, raw)    # raw unread: no host score here
-            if not reasons.all():
-                return None
-            self.fits_nowhere += 1
-            return StageResult(reasons, None, None, self._no_ties, processed, found)
+            got = fits_nowhere(self._buf, c.reasons, rows, start, n_slots, extra, processed,
+                               found)
+            self.fits_nowhere += got is not None
+            return got
         self._pick_pos[0] = pos         # kept: a StageResult's arrays last until the next call
         return StageResult(None, None, None, self._pick_pos, processed, found)
 
@@ -960,10 +979,9 @@ class CudaBackend:
         self.rule_picks = 0
         self.domain_sums_uploaded = 0
         # rules picks that found no row, answered without the host's ranking
-        # (``_fits_nowhere``), and cycles ranked on the host (``_host_finalize``)
+        # (``fits_nowhere``), and cycles ranked on the host (``_host_finalize``)
         self.fits_nowhere = 0
         self.host_finalizes = 0
-        self._no_ties = np.zeros(0, np.int64)
         # the rule sets' device copies (``domain_rules_cycle.KeptTables``)
         self._rule_tables = DRC.KeptTables(self.MAX_RULE_TABLES)
         self.rows_downloaded = 0    # row cache rows copied back (the host's ranking, a failed
@@ -1238,7 +1256,7 @@ class CudaBackend:
         host's work is O(rules + domains moved), not the filter over every
         node, the gather and the ranking of ``_host_finalize``.  When no
         row is feasible, the failed cycle's reasons without a ranking
-        (``_fits_nowhere``: the host filters, ``extra``, run once for them)."""
+        (``fits_nowhere``: the host filters, ``extra``, run once for them)."""
         cols = source.columns()
         n = cols.allocatable.shape[0]
         c, k = self._staged_cache(source, cols, q, n_slots)
@@ -1267,35 +1285,14 @@ class CudaBackend:
         self.rule_picks += 1
         row, processed, found, pos = self._pick_out.copy_to_host(self._pick_host).tolist()
         if row < 0:
-            return self._fits_nowhere(c, rows, start, n_slots, processed, found, extra)
+            # the cache's reasons [N] back (no raw scores: nothing is ranked)
+            by_row = c.reasons.copy_to_host()
+            self.rows_downloaded += by_row.shape[0]
+            got = fits_nowhere(self._buf, by_row, rows, start, n_slots, extra, processed, found)
+            self.fits_nowhere += got is not None
+            return got
         self._pick_pos[0] = pos         # kept, as ``_device_pick`` hands it out
         return StageResult(None, None, None, self._pick_pos, processed, found)
-
-    def _fits_nowhere(self, c, rows, start, n_slots, processed, found,
-                      extra) -> StageResult | None:
-        """A rules pick that found no row (``_rules_pick``): the cycle's
-        reasons by position for the diagnosis and the preemption's status
-        codes, taken the cheapest way: the row cache's reasons [N] copied
-        back (no raw scores: nothing is ranked), put in evaluation order
-        and the host filters' bits added (``extra``: the filters alone, a
-        rules cycle has no host score), as ``_device_pick`` answers a
-        cycle without host filters; no gather of the raw scores, no
-        ranking (``_host_finalize``).  The pick scanned every row
-        (``processed``) and found none.  None (the caller ranks on the
-        host) in the case the filters pass a row the rules failed, which
-        the rules' form rules out."""
-        m = rows.shape[0]
-        reasons, raw, _total, _ties = self._buf.get(m, n_slots, zero=False)
-        by_row = c.reasons.copy_to_host()
-        self.rows_downloaded += by_row.shape[0]
-        np.take(by_row, rows[start:], out=reasons[: m - start])
-        np.take(by_row, rows[:start], out=reasons[m - start:])
-        # raw is not read: ``run`` writes only the host scores' slots
-        reasons, _ = extra(reasons, raw)
-        if not reasons.all():
-            return None
-        self.fits_nowhere += 1
-        return StageResult(reasons, None, None, self._no_ties, processed, found)
 
     def _staged_cache(self, source: ColumnSource, cols, q, n_slots) -> tuple:
         """(the query's device row cache, k) for a placement cycle, with the
