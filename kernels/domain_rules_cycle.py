@@ -27,8 +27,9 @@ pod of a group included, its required anti-affinity terms and the bound
 pods' anti-affinity terms that match it).  The host filter stays the
 fallback, and answers the cycle, where the form does not cover it: a
 spread cycle that counts nominated pods, a constraint or required
-affinity term whose key no node has, a cycle whose pod fits nowhere (its
-reasons are the host filter's, for the diagnosis), a cycle that wants
+affinity term whose key no node has, a cycle whose pod fits nowhere (the
+host filter runs once for the reasons the diagnosis reads, nothing is
+ranked: ``fused.backends.fits_nowhere``), a cycle that wants
 scores (explain), a host score in the cycle (ScheduleAnyway spread,
 preferred affinity), and every other host filter.
 """

@@ -106,6 +106,31 @@ class _Buffers:
         return self.reasons[:m], raw, self.total[:m], self.ties[:m]
 
 
+_NO_TIES = np.zeros(0, np.int64)        # a failed cycle's ties (never written)
+
+
+def fits_nowhere(buf: _Buffers, by_row: np.ndarray, rows, start: int, n_slots: int, extra,
+                 processed: int, found: int) -> StageResult | None:
+    """A rules pick that found no row (the backends' ``_rules_pick``): the
+    failed cycle's reasons by position, for the diagnosis and the
+    preemption's status codes, the cheapest way: the row cache's reasons
+    ``by_row`` [N] put in evaluation order (``buf``'s, kept between
+    cycles) and the host filters' bits added (``extra``, run once: a rules
+    cycle has no host score, so the raw scores are neither gathered nor
+    read), as a cycle without host filters answers a failure; no ranking.
+    The pick scanned every row (``processed``) and found none.  None (the
+    caller ranks on the host) in the case the filters pass a row the
+    rules failed, which the rules' form rules out."""
+    m = rows.shape[0]
+    reasons, raw, _total, _ties = buf.get(m, n_slots, zero=False)
+    np.take(by_row, rows[start:], out=reasons[: m - start])
+    np.take(by_row, rows[:start], out=reasons[m - start:])
+    reasons, _ = extra(reasons, raw)        # ``raw``: only host scores' slots are written
+    if not reasons.all():
+        return None
+    return StageResult(reasons, None, None, _NO_TIES, processed, found)
+
+
 class NumpyBackend:
     """Array-namespace kernels (the same source serves CuPy arrays)."""
 
@@ -283,6 +308,7 @@ class NumbaBackend:
         # per-domain rules (``_rules_pick``) and the domain sums they copied
         self.rule_picks = 0
         self.domain_sums_copied = 0
+        self.fits_nowhere = 0       # rules picks that found no row (no ranking after)
         # the rule sets' stacked copies (``domain_rules_cycle.KeptTables``)
         self._rule_tables = DRC.KeptTables(CudaBackend.MAX_RULE_TABLES)
         self._cycle = None                  # ``fused.cycle``: compiled when first used
@@ -599,7 +625,7 @@ class NumbaBackend:
             rules = extra.cycle_rules()
             if rules is not None:
                 got = self._rules_pick(source, rows, start, q, num_to_find, active, norm,
-                                       weights, n_slots, seed, rules)
+                                       weights, n_slots, seed, rules, extra)
                 if got is not None:
                     return got
         cols = source.columns()
@@ -670,7 +696,7 @@ class NumbaBackend:
                            ties, processed, found)
 
     def _rules_pick(self, source: ColumnSource, rows, start, q, num_to_find, active, norm,
-                    weights, n_slots, seed, rules) -> StageResult | None:
+                    weights, n_slots, seed, rules, extra) -> StageResult | None:
         """A placement cycle whose host filters all have a per-domain form
         (``rules``: ``domain_rules_cycle.CycleRule``) picked in one compiled
         scan of the row cache (``cycle.scan_in_order``: each scanned row's
@@ -681,8 +707,11 @@ class NumbaBackend:
         pick: the host's work is the rules' thresholds and the domain sums
         moved since the last cycle (``_rule_tables``), not the filters over
         every node and the gather.  ``ties`` is the picked
-        position alone.  None (the caller runs the host filters, whose
-        reasons the diagnosis reads) when no scanned row is feasible."""
+        position alone.  When no scanned row is feasible, the cache's
+        reasons in evaluation order with the host filters' bits (``extra``,
+        run once: the diagnosis reads them), nothing ranked; None (the
+        caller ranks on the host) in the case the filters pass a row the
+        rules failed, which the rules' form rules out."""
         if self._cycle is None:
             from . import cycle as _cycle       # numba: compiled when first used
             self._cycle = _cycle
@@ -717,7 +746,10 @@ class NumbaBackend:
         self.rule_picks += 1
         row, processed, found, pos = out[:4].tolist()
         if row < 0:
-            return None
+            got = fits_nowhere(self._buf, c.reasons, rows, start, n_slots, extra, processed,
+                               found)
+            self.fits_nowhere += got is not None
+            return got
         self._pick_pos[0] = pos         # kept: a StageResult's arrays last until the next call
         return StageResult(None, None, None, self._pick_pos, processed, found)
 
@@ -946,6 +978,10 @@ class CudaBackend:
         # (``_rules_pick``) and the domain sums they copied up
         self.rule_picks = 0
         self.domain_sums_uploaded = 0
+        # rules picks that found no row, answered without the host's ranking
+        # (``fits_nowhere``), and cycles ranked on the host (``_host_finalize``)
+        self.fits_nowhere = 0
+        self.host_finalizes = 0
         # the rule sets' device copies (``domain_rules_cycle.KeptTables``)
         self._rule_tables = DRC.KeptTables(self.MAX_RULE_TABLES)
         self.rows_downloaded = 0    # row cache rows copied back (the host's ranking, a failed
@@ -1091,9 +1127,10 @@ class CudaBackend:
         numbers back); so is one whose host filters all have per-domain
         rules for it (``extra.cycle_rules()``: PodTopologySpread's
         DoNotSchedule, where the cycle counts no nominated pods), the
-        rules tested by the pick (``_rules_pick``).  Otherwise (host
-        scores, other host filters, explain, or no feasible row: the
-        filter's reasons are wanted) the cache's host copy is brought level
+        rules tested by the pick (``_rules_pick``; where no row is feasible
+        the filters run once for the reasons, nothing ranked).  Otherwise
+        (host scores, other host filters, explain, or no feasible row
+        without rules: the reasons are wanted) the cache's host copy is brought level
         (``_host_rows``: the rows written since) and normalized, weighed
         and ranked on the host in evaluation order (the numba backend's
         ``finalize_rows`` / ``gather_rows`` + ``finalize``: ``_host_finalize``;
@@ -1108,7 +1145,7 @@ class CudaBackend:
             rules = extra.cycle_rules()
             if rules is not None:
                 got = self._rules_pick(source, rows, start, q, num_to_find, active, norm,
-                                       weights, n_slots, seed, rules)
+                                       weights, n_slots, seed, rules, extra)
                 if got is not None:
                     return got
         cols = source.columns()
@@ -1128,6 +1165,7 @@ class CudaBackend:
         (``tied_one``): ``ties`` is that position alone, as
         ``_device_pick`` answers."""
         m = rows.shape[0]
+        self.host_finalizes += 1
         if extra is not None:
             reasons, raw, total, ties = self._buf.get(m, n_slots, zero=False)
             self._host.gather_rows(rows, start, reasons_by_row, raw_by_row, reasons, raw)
@@ -1206,7 +1244,7 @@ class CudaBackend:
         return got
 
     def _rules_pick(self, source: ColumnSource, rows, start, q, num_to_find, active, norm,
-                    weights, n_slots, seed, rules) -> StageResult | None:
+                    weights, n_slots, seed, rules, extra) -> StageResult | None:
         """A placement cycle whose host filters all have a per-domain form
         (``rules``: ``domain_rules_cycle.CycleRule``, PodTopologySpread's
         DoNotSchedule) decided on the device as ``_device_pick`` decides
@@ -1216,9 +1254,9 @@ class CudaBackend:
         launch whose block writes those, tests each row it scans against
         the rules and takes the tie rule's row; four numbers back.  The
         host's work is O(rules + domains moved), not the filter over every
-        node, the gather and the ranking of ``_host_finalize``.  None (the
-        caller ranks on the host, with the filter's reasons for the
-        diagnosis) when no scanned row is feasible."""
+        node, the gather and the ranking of ``_host_finalize``.  When no
+        row is feasible, the failed cycle's reasons without a ranking
+        (``fits_nowhere``: the host filters, ``extra``, run once for them)."""
         cols = source.columns()
         n = cols.allocatable.shape[0]
         c, k = self._staged_cache(source, cols, q, n_slots)
@@ -1247,7 +1285,12 @@ class CudaBackend:
         self.rule_picks += 1
         row, processed, found, pos = self._pick_out.copy_to_host(self._pick_host).tolist()
         if row < 0:
-            return None
+            # the cache's reasons [N] back (no raw scores: nothing is ranked)
+            by_row = c.reasons.copy_to_host()
+            self.rows_downloaded += by_row.shape[0]
+            got = fits_nowhere(self._buf, by_row, rows, start, n_slots, extra, processed, found)
+            self.fits_nowhere += got is not None
+            return got
         self._pick_pos[0] = pos         # kept, as ``_device_pick`` hands it out
         return StageResult(None, None, None, self._pick_pos, processed, found)
 

@@ -194,10 +194,12 @@ def _scenario(draw):
     return nodes + bound, pods, draw(st.booleans()), draw(st.integers(0, 9))
 
 
-def _play(objs, pods, backend, half, seed, batch):
+def _play(objs, pods, backend, half, seed, batch, messages=False):
     cluster = build_cluster(objs, HALF if half else None)
     be = cluster.framework_for(parse_pod(pods[0]), backend).backend
     out = Scheduler(cluster, backend, seed=seed, batch=batch).schedule_pending(pods)[0]
+    if messages:        # the FailedScheduling message of each pod that fits nowhere
+        return [(b.pod, b.node, b.message if b.node is None else "") for b in out], be
     return [(b.pod, b.node) for b in out], be
 
 
@@ -211,12 +213,13 @@ def test_spread_placements_equal_on_every_backend(scenario):
     the pods may select) and random spread constraints (zone or hostname,
     maxSkew, minDomains, the node inclusion policies, DoNotSchedule or
     ScheduleAnyway) over pods already bound: numpy, numba and cuda place
-    alike, one cycle a pod and in runs."""
+    alike, one cycle a pod and in runs, and a pod that fits nowhere has
+    the same FailedScheduling message (its reasons by node)."""
     objs, pods, half, seed = scenario
     for batch in (False, True):
-        want, _ = _play(objs, pods, "numpy", half, seed, batch)
-        assert _play(objs, pods, "numba", half, seed, batch)[0] == want
-        got, be = _play(objs, pods, "cuda", half, seed, batch)
+        want, _ = _play(objs, pods, "numpy", half, seed, batch, messages=True)
+        assert _play(objs, pods, "numba", half, seed, batch, messages=True)[0] == want
+        got, be = _play(objs, pods, "cuda", half, seed, batch, messages=True)
         assert got == want
 
 
@@ -243,6 +246,62 @@ def test_device_rules_are_taken_and_answer_as_numba():
     assert want[-1][1] is None and all(node for _, node in want[:-1])
     assert be.rule_picks == len(pods), be.rule_picks
     assert be.rows_downloaded == len(nodes)       # the pod that fits nowhere, once
+
+
+def _misfits(n_nodes=30):
+    """Nodes in three zones (every fifth but the first without the zone),
+    one pod bound to the large first node and spread pods placed, then a
+    pod too large for any node and two (of other sizes) that only the
+    large node holds, which the spread rule keeps off it (its host's skew)."""
+    spec = {"topologySpreadConstraints": [
+        {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"app": "a"}}},
+        {"maxSkew": 1, "topologyKey": HOST, "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"app": "a"}}}]}
+    nodes = [node_dict(f"n{i:02d}", cpu="2" if i else "64",
+                       labels={ZONE: f"z{i % 3}"} if i % 5 or not i else None)
+             for i in range(n_nodes)]
+    bound = pod_dict("b0", cpu="100m", labels={"app": "a"}, spec={"nodeName": "n00"})
+    pods = [pod_dict(f"p{i:02d}", cpu="500m", created=i, labels={"app": "a"}, spec=spec)
+            for i in range(6)]
+    pods += [pod_dict(f"huge{i}", cpu=cpu, created=10 + i, labels={"app": "a"}, spec=spec)
+             for i, cpu in enumerate(("128", "32", "48"))]
+    return nodes + [bound], pods
+
+
+@pytest.mark.cudasim
+@needs_cuda
+def test_a_pod_that_fits_nowhere_is_not_ranked_on_the_host(monkeypatch):
+    """A rules cycle whose pick finds no row answers with its reasons alone:
+    the host filter runs once for them (the diagnosis reads them), and the
+    host's gather and ranking (``_host_finalize``, which ran its filter
+    again over a gathered copy) never runs; the FailedScheduling messages
+    are numpy's and numba's."""
+    from tensorsched.kernels.fused.backends import CudaBackend
+    nodes, pods = _misfits()
+    want, _ = _play(nodes, pods, "numpy", False, 3, False, messages=True)
+    assert _play(nodes, pods, "numba", False, 3, False, messages=True)[0] == want
+    assert [node for _, node, _ in want].count(None) == 3
+    assert all("topology spread" in msg for _, node, msg in want[-2:]), want
+    calls = []
+    real = CudaBackend._host_finalize
+    monkeypatch.setattr(CudaBackend, "_host_finalize",
+                        lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    got, be = _play(nodes, pods, "cuda", False, 3, False, messages=True)
+    assert got == want
+    assert be.rule_picks == len(pods)
+    assert calls == [] and be.host_finalizes == 0
+    assert be.fits_nowhere == 3
+
+
+def test_numba_pod_that_fits_nowhere_is_not_ranked_after_the_scan():
+    """The numba backend's rules scan that finds no row: the reasons with
+    the host filters' bits, no ranking after it; numpy's messages."""
+    nodes, pods = _misfits()
+    want, _ = _play(nodes, pods, "numpy", False, 3, False, messages=True)
+    got, be = _play(nodes, pods, "numba", False, 3, False, messages=True)
+    assert got == want
+    assert be.rule_picks == len(pods) and be.fits_nowhere == 3
 
 
 @pytest.mark.cudasim
