@@ -239,11 +239,15 @@ def _wrap_items(clock: _Clock, totals: dict) -> None:
                     setattr(m, name, timed)
 
 
-def run(workload: str, nodes: int, pods: int) -> dict:
-    """The record of one itemized run (see the module doc)."""
+def run(workload: str, nodes: int, pods: int, stub_victims: bool = False) -> dict:
+    """The record of one itemized run (see the module doc); ``stub_victims``:
+    the victim search's and pick's launches host stand-ins
+    (``_stub_victims``)."""
     clock = _Clock()
     totals: dict = {}
     _patch_kernels(clock)
+    if stub_victims:
+        _stub_victims(clock)
     from tensorsched.bench.harness import record_stamp
     from tensorsched.framework.scheduler.scheduler import Scheduler
     marks: dict = {}
@@ -301,6 +305,7 @@ def run(workload: str, nodes: int, pods: int) -> dict:
     return {
         "workload": workload, "nodes": nodes, "pods": pods, "backend": "cuda",
         "simulator": os.environ.get("NUMBA_ENABLE_CUDASIM") == "1",
+        **({"stub_victims": True} if stub_victims else {}),
         "attempts": len(per),
         "host_us_per_attempt": {"p50": round(float(np.median(host)), 1) if host else None,
                                 "mean": round(float(np.mean(host)), 1) if host else None,
@@ -411,6 +416,81 @@ def _stub_cycle_pick(clock: _Clock) -> None:
         finally:
             clock.depth -= 1
     launcher.launch_cycle_pick = stand_in
+
+
+# The victim kernel's body as a host loop (``_stub_victims``): the same
+# unpacking of the packs and the work buffer as ``victims._cuda``'s kernel,
+# then ``victims_node`` (the numba twin of the same ``victims._core``
+# source) position after position.
+_HOST_VICTIMS = """
+def victims_host(visit, offset, prio, node_i64, node_flags, label_vals, qbuf, allocatable,
+                 pod_count, pod_prio, pod_start, pod_req, pod_ports, pod_pdb, pdb_allowed,
+                 work):
+    n_pos = visit.shape[0]
+{unpack}    for j in range(n_pos):
+        victims_node(j, visit[(offset + j) % n_pos, 0], {args})
+"""
+
+
+def _host_array(a):
+    """The host array behind a simulator device array (``a`` itself when
+    it is one already): writes to it are the device array's."""
+    return getattr(a, "_ary", a)
+
+
+def _stub_victims(clock: _Clock) -> None:
+    """Replace the victim search's launches (``victims._cuda.launch``: one
+    simulated thread per visited node, almost all of a simulated
+    preemptor's time at thousands of nodes) and the visit-and-pick's
+    (``victims._pick_cuda.launch_pick``: one block) with host stand-ins
+    writing the same outputs into the same device arrays: the numba twin
+    of ``victims._core.victims_node`` over the positions (``_HOST_VICTIMS``,
+    compiled once, cached on disk) and ``victims.pick.visit_and_pick``.
+    The host work around them runs as before, so the record's items are
+    the simulator's; the placements are the same (tests).  Counted as
+    launches and timed as kernels (taken out)."""
+    from numba import njit
+
+    from tensorsched.kernels._compile import KEY, compile_source
+    VC = importlib.import_module("tensorsched.kernels.victims._cuda")
+    VN = importlib.import_module("tensorsched.kernels.victims._numba")
+    PC = importlib.import_module("tensorsched.kernels.victims._pick_cuda")
+    from tensorsched.kernels.victims import pick as VP
+    from tensorsched.kernels.victims import search as V
+    src = _HOST_VICTIMS.format(unpack=VC._stage_lines("    ") + VC._work_lines("    "),
+                               args=VC._ARGS)
+    host = compile_source("tensorsched.bench.victims_host", src, njit, ("victims_host",),
+                          {"victims_node": VN.victims_node}, options={"nogil": True},
+                          cache=True, depends=(VN.core[KEY],))["victims_host"]
+
+    def as_kernel(fn):
+        def inner(*a):
+            clock.launches += 1
+            clock.depth += 1        # inside a kernel: its reads and writes are not calls
+            t = time.thread_time()
+            try:
+                fn(*a)
+            finally:
+                clock.kernel += time.thread_time() - t
+                clock.depth -= 1
+        return inner
+
+    def search(n_rows, visit, offset, prio, packs, qbuf, allocatable, tables, pdb_allowed,
+               work):
+        h = _host_array
+        host(h(visit)[:n_rows], np.int64(offset), np.int64(prio), *(h(p) for p in packs),
+             h(qbuf), h(allocatable), *(h(t) for t in tables), h(pdb_allowed), h(work))
+
+    def pick(stats, victims, m, cap, out):
+        st, vi, o = _host_array(stats)[:m], _host_array(victims), _host_array(out)
+        got = VP.visit_and_pick(st, int(cap))
+        o[PC.OUT_VISITED], o[PC.OUT_CALLS], o[PC.OUT_CHOSEN] = got.visited, got.calls, \
+            got.chosen
+        o[PC.OUT_STATS:PC.OUT_STATS + V.N_STATS] = st[got.chosen] if got.chosen >= 0 else 0
+        if got.chosen >= 0:
+            o[PC.OUT_VICTIMS:PC.OUT_VICTIMS + vi.shape[1]] = vi[got.chosen]
+    VC.launch = as_kernel(search)
+    PC.launch_pick = as_kernel(pick)
 
 
 def _p50(xs: list) -> float | None:
@@ -835,6 +915,10 @@ def main(argv=None) -> int:
     ap.add_argument("--stub-kernel", action="store_true",
                     help="with --no-items on cuda: the cycle's launch a host stand-in "
                          "(_stub_cycle_pick: no simulator thread storm; other placements)")
+    ap.add_argument("--stub-victims", action="store_true",
+                    help="the victim search's and pick's launches host stand-ins "
+                         "(_stub_victims: the numba twins, same outputs; minutes, not "
+                         "tens of minutes, at 10,000 nodes)")
     args = ap.parse_args(argv)
     if args.no_items:
         if not args.workload.endswith("-nobatch"):
@@ -853,7 +937,7 @@ def main(argv=None) -> int:
         if totals:
             rec["no_items"] = totals
     else:
-        rec = run(args.workload, args.nodes, args.pods)
+        rec = run(args.workload, args.nodes, args.pods, args.stub_victims)
     text = json.dumps(rec, indent=1)
     if args.output:
         with open(args.output, "w") as f:
