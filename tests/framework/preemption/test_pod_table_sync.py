@@ -236,3 +236,35 @@ def test_device_preemptors_follow_by_journal_and_keyed_visit(variant):
     counted = got["victim_device_counters"]
     assert counted["stamp_scans"] == 0 and counted["journal_reads"] >= 4
     assert counted["visit_keyed"] >= 3 and counted["visit_searched"] == 0
+
+
+def test_a_sync_writes_its_rows_in_one_batch_with_no_step_per_pod():
+    """Between two syncs of a 10,000-node table a bound pod moves: the
+    sync writes its two rows in one batch (``row_writes``) and reads no pod
+    on its own (``pods_stepped``: every column comes by array gathers and
+    C-level passes); a pod with a host port is the one pod read on its own
+    for its bits, and with PDBs every pod of the rows written is (their
+    selectors read its record)."""
+    cluster, state, template = _cluster(10_000)
+    state.remove_pod("default/low-9001-0")
+    table = PodTable(state)
+    table.sync()
+    writes, stepped = table.row_writes, table.pods_stepped
+    state.remove_pod("default/low-17-0")
+    _bind(state, template, "moved", "node-9001")
+    table.sync()
+    assert table.row_writes - writes == 1 and table.rows_read - (10_000 + 0) == 2
+    assert table.pods_stepped == stepped
+    state.add_pod(dataclasses.replace(template, name="ported", uid="ported",
+                                      node_name="node-17",
+                                      host_ports=[HostPort("TCP", "0.0.0.0", 8080)]), "node-17")
+    table.sync()
+    assert table.pods_stepped - stepped == 1
+    _assert_as_read_afresh(table)
+    with_pdbs = PodTable(state, _pdbs())
+    with_pdbs.sync()
+    stepped = with_pdbs.pods_stepped
+    state.remove_pod("default/low-5-3")
+    with_pdbs.sync()
+    assert with_pdbs.pods_stepped - stepped == len(state.pods_on_node[state.node_rows["node-5"]])
+    _assert_as_read_afresh(with_pdbs)
