@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from operator import itemgetter
+from operator import is_, itemgetter
 
 import weakref
 
@@ -86,6 +86,8 @@ _DELETING = EXTRA_FIELDS.index("deleting")
 _START_OF = itemgetter(EXTRA_FIELDS.index("start_ns"))
 _DYING_OF = itemgetter(_DELETING)
 _NONE_AS_NOW = {None: V.START_NOW}
+# up to this many bound classes, ``PodTable._class_map`` checks them all
+_FEW_CLASSES = 64
 # On cuda, a preemptor whose only host filters are PodTopologySpread /
 # InterPodAffinity is searched on counts on the device (``_device_counts_visit``);
 # False: the device pre-pass, then the search on counts on the CPU (the
@@ -210,18 +212,22 @@ class PodTable:
             need_c = max(map(len, on_node[:st.n_rows]), default=1)
             self._alloc(n, max(need_c, c, 1), r, wp, wb)
             rows = np.arange(st.n_rows, dtype=np.int64)
+            keys = None
         else:
             rows = self._rows_written()
             if self._kept:
                 rows = self._less_kept(rows)
-            biggest = max(map(len, map(on_node.__getitem__, rows.tolist())), default=0)
+            # each row's pods in key order (slot order), for the write too
+            keys = list(map(sorted, map(on_node.__getitem__, rows.tolist())))
+            biggest = max(map(len, keys), default=0)
             if biggest > c:
                 self._alloc(n, max(biggest, 2 * c), r, wp, wb)
                 rows = np.arange(st.n_rows, dtype=np.int64)
+                keys = None
         self._kept = {}
         self.syncs += 1
         if rows.shape[0]:
-            self._write_rows(rows)
+            self._write_rows(rows, keys)
             self.rows_read += rows.shape[0]
             self.row_stamp[rows] = self.syncs
             VS.index_rows(rows, self.count, self.prio, self.start, self.shp, self.cls,
@@ -279,9 +285,10 @@ class PodTable:
         self._device.sync_pods(pods, self.layout, self.row_stamp, self.syncs, self.written)
         return self._device
 
-    def _write_rows(self, rows: np.ndarray) -> None:
+    def _write_rows(self, rows: np.ndarray, keys: list | None = None) -> None:
         """Rows ``rows`` [k] int64 (distinct) from the bound-pod columns, in
-        one batch: each row's pods in key order (one ``sorted`` a row),
+        one batch: each row's pods in key order (one ``sorted`` a row;
+        ``keys``, when given, those lists),
         their slots, class ids (``_class_map``) and the per-pod fields kept
         by slot (start time, terminating flag) by C-level passes, then one
         compiled pass writes every row (``victims.table_rows``).  A pod is
@@ -291,7 +298,8 @@ class PodTable:
         bound = st.pods
         self.row_writes += 1
         row_list = rows.tolist()
-        keys = list(map(sorted, map(st.pods_on_node.__getitem__, row_list)))
+        if keys is None:
+            keys = list(map(sorted, map(st.pods_on_node.__getitem__, row_list)))
         deque(map(self.keys.__setitem__, row_list, keys), maxlen=0)
         counts = np.fromiter(map(len, keys), np.int64, len(keys))
         total = int(counts.sum())
@@ -307,7 +315,7 @@ class PodTable:
         else:
             start = np.full(total, V.START_NOW, np.int64)
             dying = np.zeros(total, np.bool_)
-        cmap = self._class_map(bound.class_id[slots])
+        cmap = self._class_map(slots)
         VW.host.write_rows(rows, counts, slots, bound.class_id, bound.class_priority,
                            bound.shape_id, self._shape_requests(), cmap, start, dying,
                            self.count, self.prio, self.start, self.req, self.cls, self.shp,
@@ -335,25 +343,35 @@ class PodTable:
                     if applies(pdb, rec):
                         self.pdb[i, s, p >> 6] |= np.int64(1) << np.int64(p & 63)
 
-    def _class_map(self, cid: np.ndarray) -> np.ndarray:
+    def _class_map(self, slots: np.ndarray) -> np.ndarray:
         """[classes] int64: this table's class id of each bound-pod class
-        id, kept between syncs, level for the ids ``cid`` [k] met.  A bound class
-        id is reused once its class has left (``BoundPods._release_class``),
-        so each distinct id met is checked against the class record it was
-        mapped from (by identity; the few a sync meets) and mapped again
-        (``_class_of``) when that record is no longer the class's."""
-        classes = self.state.pods.classes
+        id, kept between syncs, level for the classes of the bound pods in
+        ``slots`` [k].  A bound class id is reused once its class has left
+        (``BoundPods._release_class``), so an entry holds while the class
+        record it was mapped from is still its id's (by identity): with
+        few classes every entry is checked in one C-level pass, else the
+        distinct ids met; an entry whose record changed is mapped again
+        (``_class_of``)."""
+        bound = self.state.pods
+        classes = bound.classes
         if self._cmap.shape[0] < len(classes):
             grown = np.full(max(len(classes), 2 * self._cmap.shape[0]), -1, np.int64)
             grown[:self._cmap.shape[0]] = self._cmap
             self._cmap = grown
             self._cmap_recs.extend([None] * (grown.shape[0] - len(self._cmap_recs)))
         recs, cmap = self._cmap_recs, self._cmap
-        met = set(cid.tolist()) if cid.shape[0] <= 4096 else np.unique(cid).tolist()
+        if len(classes) <= _FEW_CLASSES:
+            if all(map(is_, classes, recs)):
+                return cmap
+            met = range(len(classes))
+        else:
+            cid = bound.class_id[slots]
+            met = set(cid.tolist()) if cid.shape[0] <= 4096 else np.unique(cid).tolist()
         for c in met:
             rec = classes[c]
             if recs[c] is not rec:
-                cmap[c] = self._class_of(rec)
+                if rec is not None:         # None: a freed id, no pod holds it
+                    cmap[c] = self._class_of(rec)
                 recs[c] = rec
         return cmap
 
