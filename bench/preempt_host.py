@@ -424,20 +424,6 @@ def _stub_cycle_pick(clock: _Clock) -> None:
     launcher.launch_cycle_pick = stand_in
 
 
-# The victim kernel's body as a host loop (``_stub_victims``): the same
-# unpacking of the packs and the work buffer as ``victims._cuda``'s kernel,
-# then ``victims_node`` (the numba twin of the same ``victims._core``
-# source) position after position.
-_HOST_VICTIMS = """
-def victims_host(visit, offset, prio, node_i64, node_flags, label_vals, qbuf, allocatable,
-                 pod_count, pod_prio, pod_start, pod_req, pod_ports, pod_pdb, pdb_allowed,
-                 work):
-    n_pos = visit.shape[0]
-{unpack}    for j in range(n_pos):
-        victims_node(j, visit[(offset + j) % n_pos, 0], {args})
-"""
-
-
 def _host_array(a):
     """The host array behind a simulator device array (``a`` itself when
     it is one already): writes to it are the device array's."""
@@ -450,11 +436,12 @@ def _stub_victims(clock: _Clock) -> None:
     preemptor's time at thousands of nodes) and the visit-and-pick's
     (``victims._pick_cuda.launch_pick``: one block) with host stand-ins
     writing the same outputs into the same device arrays: the numba twin
-    of ``victims._core.victims_node`` over the positions (``_HOST_VICTIMS``,
-    compiled once, cached on disk) and ``victims.pick.visit_and_pick``.
-    The host work around them runs as before, so the record's items are
-    the simulator's; the placements are the same (tests).  Counted as
-    launches and timed as kernels (taken out)."""
+    of ``victims._core.victims_node`` over the positions
+    (``victims._cuda.host_loop_source``, compiled once, cached on disk)
+    and ``victims.pick.visit_and_pick``.  The host work around them runs
+    as before, so the record's items are the simulator's; the placements
+    are the same (tests).  Counted as launches and timed as kernels (taken
+    out)."""
     from numba import njit
 
     from tensorsched.kernels._compile import KEY, compile_source
@@ -463,8 +450,8 @@ def _stub_victims(clock: _Clock) -> None:
     PC = importlib.import_module("tensorsched.kernels.victims._pick_cuda")
     from tensorsched.kernels.victims import pick as VP
     from tensorsched.kernels.victims import search as V
-    src = _HOST_VICTIMS.format(unpack=VC._stage_lines("    ") + VC._work_lines("    "),
-                               args=VC._ARGS)
+    # the kernel's body as a host loop over the positions (same unpacking)
+    src = VC.host_loop_source("victims_host")
     host = compile_source("tensorsched.bench.victims_host", src, njit, ("victims_host",),
                           {"victims_node": VN.victims_node}, options={"nogil": True},
                           cache=True, depends=(VN.core[KEY],))["victims_host"]
