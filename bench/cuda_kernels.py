@@ -114,9 +114,10 @@ LAUNCHES: dict[str, Launch] = {
         (_P + "test_victims_counts_device.py::test_device_on_counts_equals_numba_visit",)),
     "kernels.victims._pick_cuda:pick_kernel": Launch(
         "kernels.victims._pick_cuda:PICK_THREADS", (_V + "test_pick.py",)),
-    "kernels.victims._pick_cuda:scatter_rows_kernel": Launch(
-        "kernels.victims._pick_cuda:SCATTER_THREADS", (_V + "test_pick.py",)),
-    "kernels.victims._pick_cuda:scatter_flat_kernel": Launch(
+    "kernels.victims._pick_cuda:scatter_packed_kernel": Launch(
+        "kernels.victims._pick_cuda:SCATTER_THREADS",
+        (_V + "test_device.py::test_a_warm_sync_sends_its_rows_in_one_driver_copy",)),
+    "kernels.victims._pick_cuda:scatter_flat_rows_kernel": Launch(
         "kernels.victims._pick_cuda:SCATTER_THREADS",
         (_P + "test_victims_counts_device.py::test_resident_tables_send_the_rows_that_changed",)),
     "kernels.victims._pick_cuda:lowered_rows_kernel": Launch(

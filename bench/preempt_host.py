@@ -111,9 +111,15 @@ ITEMS = (
     ("> preempt > _codes_by_row", "tensorsched.framework.preemption.evaluator", "_codes_by_row"),
     ("> preempt > _codes_by_row > status_codes", "tensorsched.framework.preemption.evaluator",
      "status_codes"),
+    ("> preempt > _helpful_by_row", "tensorsched.framework.preemption.evaluator",
+     "_helpful_by_row"),
+    ("> preempt > _helpful_by_row > status_codes_and_helpful",
+     "tensorsched.framework.preemption.evaluator", "status_codes_and_helpful"),
     ("> preempt > _candidates", "tensorsched.framework.preemption.evaluator", "_candidates"),
     ("> preempt > PodTable.sync", "tensorsched.framework.preemption.evaluator",
      "PodTable.sync"),
+    ("> preempt > PodTable.sync > _write_rows", "tensorsched.framework.preemption.evaluator",
+     "PodTable._write_rows"),
     ("> preempt > active_host_filters", "tensorsched.framework.preemption.evaluator",
      "active_host_filters"),
     ("> preempt > _device_visit", "tensorsched.framework.preemption.evaluator",
@@ -239,11 +245,15 @@ def _wrap_items(clock: _Clock, totals: dict) -> None:
                     setattr(m, name, timed)
 
 
-def run(workload: str, nodes: int, pods: int) -> dict:
-    """The record of one itemized run (see the module doc)."""
+def run(workload: str, nodes: int, pods: int, stub_victims: bool = False) -> dict:
+    """The record of one itemized run (see the module doc); ``stub_victims``:
+    the victim search's and pick's launches host stand-ins
+    (``_stub_victims``)."""
     clock = _Clock()
     totals: dict = {}
     _patch_kernels(clock)
+    if stub_victims:
+        _stub_victims(clock)
     from tensorsched.bench.harness import record_stamp
     from tensorsched.framework.scheduler.scheduler import Scheduler
     marks: dict = {}
@@ -301,6 +311,7 @@ def run(workload: str, nodes: int, pods: int) -> dict:
     return {
         "workload": workload, "nodes": nodes, "pods": pods, "backend": "cuda",
         "simulator": os.environ.get("NUMBA_ENABLE_CUDASIM") == "1",
+        **({"stub_victims": True} if stub_victims else {}),
         "attempts": len(per),
         "host_us_per_attempt": {"p50": round(float(np.median(host)), 1) if host else None,
                                 "mean": round(float(np.mean(host)), 1) if host else None,
@@ -411,6 +422,68 @@ def _stub_cycle_pick(clock: _Clock) -> None:
         finally:
             clock.depth -= 1
     launcher.launch_cycle_pick = stand_in
+
+
+def _host_array(a):
+    """The host array behind a simulator device array (``a`` itself when
+    it is one already): writes to it are the device array's."""
+    return getattr(a, "_ary", a)
+
+
+def _stub_victims(clock: _Clock) -> None:
+    """Replace the victim search's launches (``victims._cuda.launch``: one
+    simulated thread per visited node, almost all of a simulated
+    preemptor's time at thousands of nodes) and the visit-and-pick's
+    (``victims._pick_cuda.launch_pick``: one block) with host stand-ins
+    writing the same outputs into the same device arrays: the numba twin
+    of ``victims._core.victims_node`` over the positions
+    (``victims._cuda.host_loop_source``, compiled once, cached on disk)
+    and ``victims.pick.visit_and_pick``.  The host work around them runs
+    as before, so the record's items are the simulator's; the placements
+    are the same (tests).  Counted as launches and timed as kernels (taken
+    out)."""
+    from numba import njit
+
+    from tensorsched.kernels._compile import KEY, compile_source
+    VC = importlib.import_module("tensorsched.kernels.victims._cuda")
+    VN = importlib.import_module("tensorsched.kernels.victims._numba")
+    PC = importlib.import_module("tensorsched.kernels.victims._pick_cuda")
+    from tensorsched.kernels.victims import pick as VP
+    from tensorsched.kernels.victims import search as V
+    # the kernel's body as a host loop over the positions (same unpacking)
+    src = VC.host_loop_source("victims_host")
+    host = compile_source("tensorsched.bench.victims_host", src, njit, ("victims_host",),
+                          {"victims_node": VN.victims_node}, options={"nogil": True},
+                          cache=True, depends=(VN.core[KEY],))["victims_host"]
+
+    def as_kernel(fn):
+        def inner(*a):
+            clock.launches += 1
+            clock.depth += 1        # inside a kernel: its reads and writes are not calls
+            t = time.thread_time()
+            try:
+                fn(*a)
+            finally:
+                clock.kernel += time.thread_time() - t
+                clock.depth -= 1
+        return inner
+
+    def search(n_rows, visit, offset, prio, packs, qbuf, allocatable, tables, pdb_allowed,
+               work):
+        h = _host_array
+        host(h(visit)[:n_rows], np.int64(offset), np.int64(prio), *(h(p) for p in packs),
+             h(qbuf), h(allocatable), *(h(t) for t in tables), h(pdb_allowed), h(work))
+
+    def pick(stats, victims, m, cap, out):
+        st, vi, o = _host_array(stats)[:m], _host_array(victims), _host_array(out)
+        got = VP.visit_and_pick(st, int(cap))
+        o[PC.OUT_VISITED], o[PC.OUT_CALLS], o[PC.OUT_CHOSEN] = got.visited, got.calls, \
+            got.chosen
+        o[PC.OUT_STATS:PC.OUT_STATS + V.N_STATS] = st[got.chosen] if got.chosen >= 0 else 0
+        if got.chosen >= 0:
+            o[PC.OUT_VICTIMS:PC.OUT_VICTIMS + vi.shape[1]] = vi[got.chosen]
+    VC.launch = as_kernel(search)
+    PC.launch_pick = as_kernel(pick)
 
 
 def _p50(xs: list) -> float | None:
@@ -835,6 +908,10 @@ def main(argv=None) -> int:
     ap.add_argument("--stub-kernel", action="store_true",
                     help="with --no-items on cuda: the cycle's launch a host stand-in "
                          "(_stub_cycle_pick: no simulator thread storm; other placements)")
+    ap.add_argument("--stub-victims", action="store_true",
+                    help="the victim search's and pick's launches host stand-ins "
+                         "(_stub_victims: the numba twins, same outputs; minutes, not "
+                         "tens of minutes, at 10,000 nodes)")
     args = ap.parse_args(argv)
     if args.no_items:
         if not args.workload.endswith("-nobatch"):
@@ -853,7 +930,7 @@ def main(argv=None) -> int:
         if totals:
             rec["no_items"] = totals
     else:
-        rec = run(args.workload, args.nodes, args.pods)
+        rec = run(args.workload, args.nodes, args.pods, args.stub_victims)
     text = json.dumps(rec, indent=1)
     if args.output:
         with open(args.output, "w") as f:

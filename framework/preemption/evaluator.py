@@ -40,7 +40,12 @@ alike; pods without such filters keep the all-kernel path.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
+from itertools import chain, repeat
+from operator import is_, itemgetter
+
+import weakref
 
 import numpy as np
 
@@ -61,6 +66,7 @@ from tensorsched.kernels.victims import on_counts as VS
 from tensorsched.kernels.victims import pick as VP
 from tensorsched.kernels.victims import search as V
 from tensorsched.kernels.victims import statuses as VT
+from tensorsched.kernels.victims import table_rows as VW
 from tensorsched.kernels.victims.device import DeviceVictims, VisitBase, decode_code
 from tensorsched.kernels.victims.sync_journal import SyncJournal
 
@@ -77,6 +83,11 @@ _OFFSET_SALT = 0x5EED0FF5E7
 
 
 _DELETING = EXTRA_FIELDS.index("deleting")
+_START_OF = itemgetter(EXTRA_FIELDS.index("start_ns"))
+_DYING_OF = itemgetter(_DELETING)
+_NONE_AS_NOW = {None: V.START_NOW}
+# up to this many bound classes, ``PodTable._class_map`` checks them all
+_FEW_CLASSES = 64
 # On cuda, a preemptor whose only host filters are PodTopologySpread /
 # InterPodAffinity is searched on counts on the device (``_device_counts_visit``);
 # False: the device pre-pass, then the search on counts on the CPU (the
@@ -141,7 +152,15 @@ class PodTable:
         self.class_records: list = []
         self._proto_class: dict = {}        # id(prototype) -> (prototype, class id)
         self._shape_cache = None
+        # bound-pod class id -> this table's (-1: none yet), and the bound
+        # class record each entry was mapped from (``_class_map``)
+        self._cmap = np.full(0, -1, np.int64)
+        self._cmap_recs: list = []
         self._kept: dict[int, int] = {}     # row -> row version it is current at
+        # batched row writes (one a sync that wrote rows) and pods whose
+        # columns were read one at a time (host ports, PDBs): ``_write_rows``
+        self.row_writes = 0
+        self.pods_stepped = 0
         # The node columns the victim search reads: None for the state's;
         # the scheduling cycle sets its nominated overlay's around PostFilter
         # (the nominated pods counted in ``requested``, not in the state).
@@ -185,39 +204,48 @@ class PodTable:
         wp = _words(len(st.ports))
         wb = _words(len(self.pdbs))
         c = self.shape[1] if self.shape else 1
+        on_node = st.pods_on_node
         if self.shape is None or self.shape[0] != n or self.shape[2] != r \
                 or self.shape[3] != wp:
             # A fresh table holds the fullest row (it may have more pods than
             # the old table's slots: a node came while pods were bound).
-            need_c = max((len(st.pods_on_node[i]) for i in range(st.n_rows)), default=1)
+            need_c = max(map(len, on_node[:st.n_rows]), default=1)
             self._alloc(n, max(need_c, c, 1), r, wp, wb)
-            rows = range(st.n_rows)
+            rows = np.arange(st.n_rows, dtype=np.int64)
+            keys = None
         else:
             rows = self._rows_written()
             if self._kept:
-                same = np.fromiter(self._kept.keys(), np.int64, len(self._kept))
-                at = np.fromiter(self._kept.values(), np.int64, len(self._kept))
-                ok = same < st.n_rows
-                same, at = same[ok], at[ok]
-                rows = np.setdiff1d(rows, same[st.row_version[same] == at],
-                                    assume_unique=True)
-            biggest = max((len(st.pods_on_node[i]) for i in rows), default=0)
+                rows = self._less_kept(rows)
+            # each row's pods in key order (slot order), for the write too
+            keys = list(map(sorted, map(on_node.__getitem__, rows.tolist())))
+            biggest = max(map(len, keys), default=0)
             if biggest > c:
                 self._alloc(n, max(biggest, 2 * c), r, wp, wb)
-                rows = range(st.n_rows)
+                rows = np.arange(st.n_rows, dtype=np.int64)
+                keys = None
         self._kept = {}
         self.syncs += 1
-        for i in rows:
-            self._write_row(int(i))
-        rows = np.asarray(rows, np.int64)
-        self.rows_read += rows.shape[0]
-        self.row_stamp[rows] = self.syncs
+        if rows.shape[0]:
+            self._write_rows(rows, keys)
+            self.rows_read += rows.shape[0]
+            self.row_stamp[rows] = self.syncs
+            VS.index_rows(rows, self.count, self.prio, self.start, self.shp, self.cls,
+                          self.ports, self.pdb, self.dying, self.order, self.alike_from)
         self.written.add(self.syncs, rows)
-        VS.index_rows(rows, self.count, self.prio, self.start, self.shp, self.cls, self.ports,
-                      self.pdb, self.dying, self.order, self.alike_from)
         self.seen = st.version
         return V.VictimPods(self.count, self.prio, self.start, self.req, self.ports,
                             self.pdb, self.allowed())
+
+    def _less_kept(self, rows: np.ndarray) -> np.ndarray:
+        """``rows`` [k] int64 ascending less those ``keep_rows`` named that
+        are still at the row version it gave (O(k + kept), no sort)."""
+        st = self.state
+        version, n = st.row_version, st.n_rows
+        same = {row for row, at in self._kept.items() if row < n and version[row] == at}
+        if not same:
+            return rows
+        return np.fromiter((i for i in rows.tolist() if i not in same), np.int64)
 
     def _rows_written(self) -> np.ndarray:
         """[k] int64 ascending: the rows the state wrote after version
@@ -234,8 +262,11 @@ class PodTable:
             lo = int(np.searchsorted(log.versions[:length], self.seen, side="right"))
             if length - lo <= max(LOG_READ_MAX, n // 8):
                 self.rows_scanned += length - lo
-                got = np.unique(log.rows[lo:length])
-                return got[got < n]
+                if length - lo <= 64:       # a preemptor's few: no sort of an array
+                    got = np.array(sorted(set(log.rows[lo:length].tolist())), np.int64)
+                else:
+                    got = np.unique(log.rows[lo:length])
+                return got[got < n] if got.shape[0] and got[-1] >= n else got
         self.rows_scanned += n
         self.scans += 1
         return np.flatnonzero(st.row_version[:n] > self.seen)
@@ -254,45 +285,95 @@ class PodTable:
         self._device.sync_pods(pods, self.layout, self.row_stamp, self.syncs, self.written)
         return self._device
 
-    def _write_row(self, i: int) -> None:
-        """Row i from the bound-pod columns (records only for PDB membership)."""
+    def _write_rows(self, rows: np.ndarray, keys: list | None = None) -> None:
+        """Rows ``rows`` [k] int64 (distinct) from the bound-pod columns, in
+        one batch: each row's pods in key order (one ``sorted`` a row;
+        ``keys``, when given, those lists),
+        their slots, class ids (``_class_map``) and the per-pod fields kept
+        by slot (start time, terminating flag) by C-level passes, then one
+        compiled pass writes every row (``victims.table_rows``).  A pod is
+        read on its own (counted in ``pods_stepped``) only for its host
+        ports or its PDB membership (the PDBs' selectors on its record)."""
         st = self.state
         bound = st.pods
-        keys = sorted(st.pods_on_node[i])
-        self.keys[i] = keys
-        k = len(keys)
-        self.count[i] = k
-        self.req[i] = 0
-        self.ports[i] = 0
-        self.pdb[i] = 0
-        self.start[i] = V.START_NOW
-        self.prio[i] = 0
-        self.cls[i] = -1
-        self.shp[i] = -1
-        self.dying[i] = False
-        if not k:
+        self.row_writes += 1
+        row_list = rows.tolist()
+        if keys is None:
+            keys = list(map(sorted, map(st.pods_on_node.__getitem__, row_list)))
+        deque(map(self.keys.__setitem__, row_list, keys), maxlen=0)
+        counts = np.fromiter(map(len, keys), np.int64, len(keys))
+        total = int(counts.sum())
+        flat = keys[0] if len(keys) == 1 else list(chain.from_iterable(keys))
+        slots = bound.slots_of(flat)
+        slot_list = slots.tolist()
+        if bound.extras and total:
+            extras = list(map(bound.extras.get, slot_list, repeat(NO_EXTRAS, total)))
+            start = list(map(_START_OF, extras))
+            # None (no start time) as START_NOW, the others as they are
+            start = np.fromiter(map(_NONE_AS_NOW.get, start, start), np.int64, total)
+            dying = np.fromiter(map(_DYING_OF, extras), np.bool_, total)
+        else:
+            start = np.full(total, V.START_NOW, np.int64)
+            dying = np.zeros(total, np.bool_)
+        cmap = self._class_map(slots)
+        VW.host.write_rows(rows, counts, slots, bound.class_id, bound.class_priority,
+                           bound.shape_id, self._shape_requests(), cmap, start, dying,
+                           self.count, self.prio, self.start, self.req, self.cls, self.shp,
+                           self.dying, self.ports, self.pdb, V.START_NOW)
+        if not (bound.ports or self.pdbs) or not total:
             return
-        slots = bound.slots_of(keys)
-        self.prio[i, :k] = bound.priorities(slots)
-        self.start[i, :k] = bound.start_times(slots, V.START_NOW)
-        self.shp[i, :k] = bound.shape_id[slots]
-        if bound.extras:
-            # Terminating pods count for no spread constraint: a class does
-            # not tell them (``on_counts.alike_tail``).
-            self.dying[i, :k] = [bool(bound.extras.get(s, NO_EXTRAS)[_DELETING])
-                                 for s in slots.tolist()]
-        self.req[i, :k] = self._shape_requests()[self.shp[i, :k]]
+        # (row, slot position) of every pod, row after row
+        at_row = np.repeat(rows, counts)
+        at_pos = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts,
+                                                              counts)
+        if bound.ports:
+            ports = bound.ports
+            for j in np.flatnonzero(np.fromiter(map(ports.__contains__, slot_list),
+                                                np.bool_, total)).tolist():
+                self.pods_stepped += 1
+                i, s = int(at_row[j]), int(at_pos[j])
+                for b in ports[slot_list[j]]:
+                    self.ports[i, s, b >> 6] |= np.int64(1) << np.int64(b & 63)
+        if self.pdbs:
+            self.pods_stepped += total
+            for j, key in enumerate(flat):
+                rec = bound.record(key)
+                i, s = int(at_row[j]), int(at_pos[j])
+                for p, pdb in enumerate(self.pdbs):
+                    if applies(pdb, rec):
+                        self.pdb[i, s, p >> 6] |= np.int64(1) << np.int64(p & 63)
+
+    def _class_map(self, slots: np.ndarray) -> np.ndarray:
+        """[classes] int64: this table's class id of each bound-pod class
+        id, kept between syncs, level for the classes of the bound pods in
+        ``slots`` [k].  A bound class id is reused once its class has left
+        (``BoundPods._release_class``), so an entry holds while the class
+        record it was mapped from is still its id's (by identity): with
+        few classes every entry is checked in one C-level pass, else the
+        distinct ids met; an entry whose record changed is mapped again
+        (``_class_of``)."""
+        bound = self.state.pods
         classes = bound.classes
-        self.cls[i, :k] = [self._class_of(classes[cid])
-                           for cid in bound.class_id[slots].tolist()]
-        for s, slot in enumerate(slots.tolist()) if bound.ports else ():
-            for b in bound.ports.get(slot, ()):
-                self.ports[i, s, b >> 6] |= np.int64(1) << np.int64(b & 63)
-        for s, key in enumerate(keys) if self.pdbs else ():
-            rec = bound.record(key)
-            for p, pdb in enumerate(self.pdbs):
-                if applies(pdb, rec):
-                    self.pdb[i, s, p >> 6] |= np.int64(1) << np.int64(p & 63)
+        if self._cmap.shape[0] < len(classes):
+            grown = np.full(max(len(classes), 2 * self._cmap.shape[0]), -1, np.int64)
+            grown[:self._cmap.shape[0]] = self._cmap
+            self._cmap = grown
+            self._cmap_recs.extend([None] * (grown.shape[0] - len(self._cmap_recs)))
+        recs, cmap = self._cmap_recs, self._cmap
+        if len(classes) <= _FEW_CLASSES:
+            if all(map(is_, classes, recs)):
+                return cmap
+            met = range(len(classes))
+        else:
+            cid = bound.class_id[slots]
+            met = set(cid.tolist()) if cid.shape[0] <= 4096 else np.unique(cid).tolist()
+        for c in met:
+            rec = classes[c]
+            if recs[c] is not rec:
+                if rec is not None:         # None: a freed id, no pod holds it
+                    cmap[c] = self._class_of(rec)
+                recs[c] = rec
+        return cmap
 
     def _shape_requests(self) -> np.ndarray:
         """[S, R] int64 the request of every bound-pod shape (shapes are
@@ -419,22 +500,75 @@ def status_codes(fw, reasons: np.ndarray, ctx=None, rows: np.ndarray | None = No
                                      int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
                                      int(Code.ERROR), int(L.R_INVALID_ROW), codes)
     if pending:
-        at = np.flatnonzero(codes <= -2)
-        for p, plugin in ask:
-            mine = at[codes[at] == -(2 + p)]
-            if not mine.shape[0]:
-                continue
-            unres = np.asarray(plugin.unresolvable(ctx, np.asarray(rows)[mine]), bool)
-            codes[mine] = np.where(unres, int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
-                                   int(Code.UNSCHEDULABLE))
+        _ask_unresolvable(codes, ask, ctx, rows)
     return codes
+
+
+def status_codes_and_helpful(fw, reasons: np.ndarray, ctx, rows: np.ndarray, *,
+                             start: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
+    """(``status_codes``' codes [M] in row order, then
+    ``rows_where_preemption_might_help`` of them and ``rows`` [M]: the rows
+    where preemption might help and how many others hold a status), in
+    one compiled call where no host filter is left to ask (else the two
+    passes, the host filters asked between)."""
+    reasons = np.ascontiguousarray(reasons, np.int64)
+    rows = np.ascontiguousarray(rows, np.int64)
+    m = reasons.shape[0]
+    bits, code_of, ask = _rejectors(fw, ctx)
+    codes = np.empty(m, np.int64)
+    helpful = np.empty(m, np.int64)
+    pending, n, unhelpful = VT.host.codes_and_helpful(
+        reasons, int(start) % max(m, 1), bits, code_of, int(L.R_PREFILTER_NAMES),
+        int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), int(Code.ERROR), int(L.R_INVALID_ROW),
+        codes, rows, int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), helpful)
+    if pending:
+        _ask_unresolvable(codes, ask, ctx, rows)
+        n, unhelpful = VT.host.helpful_rows(codes, rows,
+                                            int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), helpful)
+    return codes, helpful[:n], int(unhelpful)
+
+
+def _ask_unresolvable(codes: np.ndarray, ask, ctx, rows) -> None:
+    """The pending codes (``-(2 + p)``: host filter p rejected first) set
+    to UnschedulableAndUnresolvable or Unschedulable as that filter's
+    ``unresolvable(ctx, rows)`` answers for its rows."""
+    at = np.flatnonzero(codes <= -2)
+    for p, plugin in ask:
+        mine = at[codes[at] == -(2 + p)]
+        if not mine.shape[0]:
+            continue
+        unres = np.asarray(plugin.unresolvable(ctx, np.asarray(rows)[mine]), bool)
+        codes[mine] = np.where(unres, int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
+                               int(Code.UNSCHEDULABLE))
+
+
+# fw -> {asks: (its filters list, their ids, _rejectors' answer)}
+_REJECTORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _rejectors(fw, ctx):
     """(bits [P] int64, code_of [P] int64, [(p, plugin)]) of the profile's
     filters with reason bits, profile order: the code each reports where
     it rejects first, -1 where the plugin is asked (``unresolvable``, with
-    ``ctx``), and those plugins by position."""
+    ``ctx``), and those plugins by position.  Kept per framework (its
+    filters and their bits are set when it is built) while its filter
+    list holds the same plugins."""
+    filters = fw.filters
+    ids = tuple(map(id, filters))
+    try:
+        kept = _REJECTORS.setdefault(fw, {})
+    except TypeError:               # not weakly referable: built each call
+        kept = {}
+    got = kept.get(ctx is not None)
+    if got is not None and got[0] is filters and got[1] == ids:
+        return got[2]
+    out = _rejectors_of(fw, ctx)
+    kept[ctx is not None] = (filters, ids, out)
+    return out
+
+
+def _rejectors_of(fw, ctx):
+    """``_rejectors``' answer, built."""
     bits, code_of, ask = [], [], []
     for p in fw.filters:
         rb = int(getattr(p, "reason_bits", 0))
@@ -532,18 +666,25 @@ def _fail_message(num_all: int, counts: dict[str, int]) -> str:
     return f"preemption: 0/{num_all} nodes are available: {', '.join(parts)}."
 
 
-def _codes_by_row(fw, ctx, result, node_codes, absent_code) -> np.ndarray:
-    """[M] int64 Status code of each live node row (row order) in the failed
-    cycle: its filter status, the PreFilter's for all, or ``node_codes``."""
+def _helpful_by_row(fw, ctx, result, node_codes, absent_code) -> tuple[np.ndarray, int]:
+    """(the rows where preemption might help, how many others hold a
+    status) from the Status code of each live node row in the failed
+    cycle: its filter status (the codes and the rows in one compiled
+    call: ``status_codes_and_helpful``), the PreFilter's for all, or
+    ``node_codes``."""
     state, all_rows = ctx.state, result.all_rows
+    if node_codes is None and result.prefilter_status.ok:
+        # Evaluation order in, row order out (position j is row-order
+        # position start + j, wrapped).
+        _, rows, unhelpful = status_codes_and_helpful(fw, result.reasons, ctx, all_rows,
+                                                      start=result.start)
+        return rows, unhelpful
     if node_codes is not None:
-        return np.array([int(node_codes.get(state.node_name(int(r)), absent_code))
-                         for r in all_rows], np.int64)
-    if not result.prefilter_status.ok:
-        return np.full(all_rows.shape[0], int(result.prefilter_status.code), np.int64)
-    # Evaluation order in, row order out (position j is row-order position
-    # start + j, wrapped).
-    return status_codes(fw, result.reasons, ctx, all_rows, start=result.start)
+        codes = np.array([int(node_codes.get(state.node_name(int(r)), absent_code))
+                          for r in all_rows], np.int64)
+    else:
+        codes = np.full(all_rows.shape[0], int(result.prefilter_status.code), np.int64)
+    return rows_where_preemption_might_help(codes, all_rows)
 
 
 def _failure_reasons(fw, ctx, failures, counts: dict[str, int]) -> None:
@@ -787,8 +928,7 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
         return PreemptionResult(None, status=Status(Code.UNSCHEDULABLE, (why,), plugin),
                                 eligible=False)
     # 1) The nodes where evicting pods might help.
-    codes_rows = _codes_by_row(fw, ctx, result, node_codes, absent_code)
-    potential, unhelpful = rows_where_preemption_might_help(codes_rows, result.all_rows)
+    potential, unhelpful = _helpful_by_row(fw, ctx, result, node_codes, absent_code)
     if potential_rows is not None:
         potential = np.asarray(potential_rows, np.int64)
     counts: dict[str, int] = {}

@@ -7,6 +7,8 @@ PodTopologySpread / InterPodAffinity, per-domain counts, the state
 untouched; with DryRunPreemption's visit and the pick in the same compiled
 pass, ``_counts_core``); ``pick``
 (DryRunPreemption's visit and pickOneNodeForPreemption, array code;
-``_pick_cuda`` on the device) and ``device`` (the search resident on a
-CUDA device for one cluster).
+``_pick_cuda`` on the device), ``device`` (the search resident on a
+CUDA device for one cluster), ``table_rows`` (a victim table's rows
+written, and packed for the device, in one compiled pass each) and
+``statuses`` (a failed cycle's status codes and helpful rows).
 """

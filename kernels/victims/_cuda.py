@@ -103,6 +103,24 @@ victims_kernel = compile_source(
     filename="<victims kernel>")["victims_kernel"]
 
 
+_HOST_TEMPLATE = """
+def {name}(visit, offset, prio, node_i64, node_flags, label_vals, qbuf, allocatable,
+           pod_count, pod_prio, pod_start, pod_req, pod_ports, pod_pdb, pdb_allowed, work):
+    n_pos = visit.shape[0]
+{unpack}    for j in range(n_pos):
+        victims_node(j, visit[(offset + j) % n_pos, 0], {args})
+"""
+
+
+def host_loop_source(name: str) -> str:
+    """``victims_kernel``'s body as the source of a host function ``name``
+    (the kernel's parameters): the same unpacking of the packs and the work
+    buffer, then ``victims_node`` position after position, for a host twin
+    compiled beside it (``bench.preempt_host``'s stand-in of the launch)."""
+    return _HOST_TEMPLATE.format(name=name, unpack=_stage_lines("    ") + _work_lines("    "),
+                                 args=_ARGS)
+
+
 def pack_stage(cols, q) -> SA.DeviceStage:
     """A ``stage_args.DeviceStage`` uploaded from host columns ``cols`` and
     query ``q`` (its bitsets as wide as the columns': ``search.pad_query``);

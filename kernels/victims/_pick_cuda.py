@@ -1,6 +1,7 @@
 """The visit and the pick of ``victims.pick`` as one CUDA block, the
-scatter of changed pod-table rows into the resident tables, and the
-stage's allocatable lowered on a few rows (the nominated pods' requests).
+scatter of changed pod-table rows into the resident tables (from a kept
+flat buffer of which the first rows are the new ones), and the stage's
+allocatable lowered on a few rows (the nominated pods' requests).
 
 ``pick_kernel`` (one block of ``PICK_THREADS``, each thread a contiguous
 chunk of positions): per-thread counts of non-violating / violating
@@ -135,55 +136,63 @@ def launch_pick(stats, victims, m: int, cap: int, out) -> None:
 
 
 @cuda.jit
-def scatter_rows_kernel(packed, count, prio, start, req, ports, pdb):
-    """Row d of ``packed``: node row, pod count, then the row's prio [C],
-    start [C], req [C*R], ports [C*WP], pdb [C*WB] flattened."""
+def scatter_packed_kernel(packed, d_rows, count, prio, start, req, ports, pdb):
+    """The first ``d_rows`` rows of ``packed`` (a flat buffer, kept between
+    uploads: its rows past ``d_rows`` are stale), laid out as
+    ``table_rows.pack_rows`` writes them: the node row, its pod count, then
+    the row's prio [C], start [C], req [C*R], ports [C*WP], pdb [C*WB]
+    flattened."""
     d = cuda.grid(1)
-    if d >= packed.shape[0]:
+    if d >= d_rows:
         return
-    i = packed[d, 0]
-    count[i] = packed[d, 1]
-    k = 2
-    for s in range(prio.shape[1]):
-        prio[i, s] = packed[d, k]
+    c = prio.shape[1]
+    k = d * (2 + 2 * c + c * (req.shape[2] + ports.shape[2] + pdb.shape[2]))
+    i = packed[k]
+    count[i] = packed[k + 1]
+    k += 2
+    for s in range(c):
+        prio[i, s] = packed[k]
         k += 1
-    for s in range(start.shape[1]):
-        start[i, s] = packed[d, k]
+    for s in range(c):
+        start[i, s] = packed[k]
         k += 1
-    for s in range(req.shape[1]):
+    for s in range(c):
         for r in range(req.shape[2]):
-            req[i, s, r] = packed[d, k]
+            req[i, s, r] = packed[k]
             k += 1
-    for s in range(ports.shape[1]):
+    for s in range(c):
         for w in range(ports.shape[2]):
-            ports[i, s, w] = packed[d, k]
+            ports[i, s, w] = packed[k]
             k += 1
-    for s in range(pdb.shape[1]):
+    for s in range(c):
         for w in range(pdb.shape[2]):
-            pdb[i, s, w] = packed[d, k]
+            pdb[i, s, w] = packed[k]
             k += 1
 
 
-def launch_scatter(packed, *tables) -> None:
-    blocks = max(1, (packed.shape[0] + SCATTER_THREADS - 1) // SCATTER_THREADS)
-    scatter_rows_kernel[blocks, SCATTER_THREADS](packed, *tables)
+def launch_scatter_packed(packed, d_rows: int, *tables) -> None:
+    blocks = max(1, (d_rows + SCATTER_THREADS - 1) // SCATTER_THREADS)
+    scatter_packed_kernel[blocks, SCATTER_THREADS](packed, d_rows, *tables)
 
 
 @cuda.jit
-def scatter_flat_kernel(packed, table):
-    """Row d of ``packed``: node row, then the row's values of ``table``
-    [N, W] int64."""
+def scatter_flat_rows_kernel(packed, d_rows, table):
+    """The first ``d_rows`` rows of ``packed`` (a flat buffer kept between
+    uploads: past them it is stale), each the node row then its values of
+    ``table`` [N, W] int64."""
     d = cuda.grid(1)
-    if d >= packed.shape[0]:
+    if d >= d_rows:
         return
-    i = packed[d, 0]
-    for w in range(table.shape[1]):
-        table[i, w] = packed[d, 1 + w]
+    width = table.shape[1]
+    k = d * (1 + width)
+    i = packed[k]
+    for w in range(width):
+        table[i, w] = packed[k + 1 + w]
 
 
-def launch_scatter_flat(packed, table) -> None:
-    blocks = max(1, (packed.shape[0] + SCATTER_THREADS - 1) // SCATTER_THREADS)
-    scatter_flat_kernel[blocks, SCATTER_THREADS](packed, table)
+def launch_scatter_flat_rows(packed, d_rows: int, table) -> None:
+    blocks = max(1, (d_rows + SCATTER_THREADS - 1) // SCATTER_THREADS)
+    scatter_flat_rows_kernel[blocks, SCATTER_THREADS](packed, d_rows, table)
 
 
 @cuda.jit

@@ -49,6 +49,7 @@ from tensorsched.kernels.fused.stage_args import DeviceStage
 
 from . import on_counts as VS
 from . import search as V
+from . import table_rows as TR
 
 CODE_KIND_BASE = VS.CODE_KIND_BASE
 
@@ -134,13 +135,16 @@ class DeviceVictims:
         from numba import cuda
 
         from . import _cuda, _pick_cuda     # numba-cuda: only with the cuda backend
+        from numba.cuda.cudadrv import driver
         self._cuda = cuda
+        self._driver = driver               # a prefix copied up (``_pod_staging``)
         self._k = _cuda
         self._pk = _pick_cuda
         self._layout = None
         self._shape = None
         self._seen = -1
         self._tables: tuple = ()
+        self._stage_bufs: dict = {}         # name -> (pinned host, device): ``_staging``
         self._allowed = (None, None)        # (host array, device copy)
         self._scratch: dict = {}
         self._rows = None                   # ``search``'s kept buffer of its rows [M, 1]
@@ -229,16 +233,46 @@ class DeviceVictims:
                 self.rows_uploaded += n
             elif dirty.shape[0]:
                 d = dirty.shape[0]
-                packed = np.concatenate(
-                    [dirty[:, None], tables[0][dirty][:, None]]
-                    + [a[dirty].reshape(d, -1) for a in tables[1:]], axis=1)
-                self._pk.launch_scatter(self._up(packed), *self._tables)
+                host, dev = self._staging("pods", d * TR.row_width(shape))
+                self._send(host, dev, d * TR.host.pack_rows(dirty, *tables, host))
+                self._pk.launch_scatter_packed(dev, d, *self._tables)
                 self.launches += 1
                 self.rows_uploaded += d
         self._seen = stamp
         allowed = pods.pdb_allowed
         if self._allowed[0] is not allowed:
             self._allowed = (allowed, self._up(np.ascontiguousarray(allowed)))
+
+    def _staging(self, name: str, size: int) -> tuple:
+        """(pinned host buffer, device buffer) of ``size`` int64 values at
+        least, kept under ``name`` between uploads and grown by doubling:
+        a few changed rows take one packing, one driver copy of the prefix
+        (``_send``) and no allocation nor device array view."""
+        got = self._stage_bufs.get(name)
+        if got is None or got[0].shape[0] < size:
+            cap = max(size, 1024, 2 * got[0].shape[0] if got is not None else 0)
+            got = self._stage_bufs[name] = (self._cuda.pinned_array(cap, np.int64),
+                                            self._cuda.device_array(cap, np.int64))
+        return got
+
+    def _send(self, host: np.ndarray, dev, size: int) -> None:
+        """The first ``size`` values of ``host`` (pinned) into the start of
+        ``dev``: one driver copy, counted."""
+        self._driver.host_to_device(dev, host, 8 * size)
+        self.copies += 1
+        self.bytes_uploaded += 8 * size
+
+    def _scatter_rows(self, name: str, packed: np.ndarray, table) -> None:
+        """Rows ``packed`` [d, 1 + W] int64 (the node row, then its W values)
+        into the device ``table`` [N, W] through the staging buffers kept
+        under ``name``: one copy up, one scatter launch (counted)."""
+        d = packed.shape[0]
+        size = packed.size
+        host, dev = self._staging(name, size)
+        host[:size] = packed.reshape(-1)
+        self._send(host, dev, size)
+        self._pk.launch_scatter_flat_rows(dev, d, table)
+        self.launches += 1
 
     def sync_index(self, order: np.ndarray, cls: np.ndarray, dying: np.ndarray,
                    alike_from: np.ndarray, layout, row_stamp: np.ndarray, stamp: int,
@@ -263,10 +297,8 @@ class DeviceVictims:
             if dirty.shape[0] * 4 > n:
                 self._up(np.ascontiguousarray(rows_of(slice(None)), np.int64), self._index)
             elif dirty.shape[0]:
-                packed = np.concatenate([dirty[:, None], rows_of(dirty)], axis=1)
-                self._pk.launch_scatter_flat(self._up(np.ascontiguousarray(packed)),
-                                             self._index)
-                self.launches += 1
+                self._scatter_rows("index", np.concatenate([dirty[:, None], rows_of(dirty)],
+                                                           axis=1), self._index)
         self._index_seen = stamp
 
     # --------------------------------------------------------------- scratch
@@ -492,9 +524,7 @@ class DeviceVictims:
         if diff.shape[0] * 4 > host.shape[0]:
             self._up(host, dev)
         elif diff.shape[0]:
-            packed = np.concatenate([diff[:, None], host[diff]], axis=1)
-            self._pk.launch_scatter_flat(self._up(np.ascontiguousarray(packed)), dev)
-            self.launches += 1
+            self._scatter_rows(name, np.concatenate([diff[:, None], host[diff]], axis=1), dev)
         last[...] = host
         return dev
 
@@ -524,9 +554,8 @@ class DeviceVictims:
             dev = got[2]
             if got[1] == gen - 1 and changed is not None and changed.shape[0] * 4 <= host.shape[0]:
                 if changed.shape[0]:
-                    packed = np.concatenate([changed[:, None], host[changed]], axis=1)
-                    self._pk.launch_scatter_flat(self._up(np.ascontiguousarray(packed)), dev)
-                    self.launches += 1
+                    self._scatter_rows(name, np.concatenate([changed[:, None], host[changed]],
+                                                            axis=1), dev)
                     self.probe_rows_uploaded += changed.shape[0]
             else:
                 self._up(np.ascontiguousarray(host, np.int64), dev)

@@ -15,6 +15,16 @@ here; the caller names them.
 ``helpful_rows(codes, all_rows, not_helpful, out) -> (n, unhelpful)``: the
 ``all_rows`` [M] whose code is neither 0 nor ``not_helpful`` copied to
 ``out[:n]`` in order, and how many rows hold one of those two.
+
+``codes_and_helpful(reasons, start, bits, code_of, pf_bits, pf_code,
+error_code, invalid, out, all_rows, not_helpful, rows_out) -> (pending, n,
+unhelpful)``: ``first_rejector`` then, when no code is pending,
+``helpful_rows`` over its codes into ``rows_out``, in one call (n and
+unhelpful -1 when codes are pending: the caller resolves them first).
+
+``first_rejector`` walks the rejectors once per change of the reason
+bits along the nodes, not once per node (a failed cycle's nodes mostly
+share their reasons).
 """
 
 from __future__ import annotations
@@ -25,27 +35,35 @@ __all__ = ["host"]
 def _first_rejector(reasons, start, bits, code_of, pf_bits, pf_code, error_code, invalid, out):
     m = reasons.shape[0]
     pending = 0
+    # The last reasons' code kept: a failed cycle's nodes mostly share
+    # their reasons (a full cluster: the same insufficient resource), so
+    # the walk over the rejectors runs once per change, not once per node.
+    last_r = 0
+    last_c = 0
     for j in range(m):
         r = reasons[j]
+        if r != last_r:
+            last_r = r
+            if r == 0:
+                last_c = 0
+            elif r == invalid:
+                last_c = -1
+            elif r & pf_bits:
+                last_c = pf_code
+            else:
+                last_c = error_code
+                for p in range(bits.shape[0]):
+                    if r & bits[p]:
+                        last_c = code_of[p]
+                        if last_c < 0:
+                            last_c = -(2 + p)
+                        break
         i = j + start
         if i >= m:
             i -= m
-        if r == 0:
-            out[i] = 0
-        elif r == invalid:
-            out[i] = -1
-        elif r & pf_bits:
-            out[i] = pf_code
-        else:
-            c = error_code
-            for p in range(bits.shape[0]):
-                if r & bits[p]:
-                    c = code_of[p]
-                    if c < 0:
-                        c = -(2 + p)
-                        pending += 1
-                    break
-            out[i] = c
+        out[i] = last_c
+        if last_c <= -2:
+            pending += 1
     return pending
 
 
@@ -62,6 +80,16 @@ def _helpful_rows(codes, all_rows, not_helpful, out):
     return n, unhelpful
 
 
+def _codes_and_helpful(reasons, start, bits, code_of, pf_bits, pf_code, error_code, invalid,
+                       out, all_rows, not_helpful, rows_out):
+    pending = first_rejector(reasons, start, bits, code_of, pf_bits, pf_code, error_code,
+                             invalid, out)
+    if pending:
+        return pending, -1, -1
+    n, unhelpful = helpful_rows(out, all_rows, not_helpful, rows_out)
+    return 0, n, unhelpful
+
+
 class _Compiled:
     """The passes above, ``njit``-compiled on first use (cached on disk)."""
 
@@ -71,8 +99,15 @@ class _Compiled:
         fns = _Compiled._fns
         if fns is None:
             from numba import njit
-            fns = {n: njit(cache=True, nogil=True)(f) for n, f in (
-                ("first_rejector", _first_rejector), ("helpful_rows", _helpful_rows))}
+            first = njit(cache=True, nogil=True)(_first_rejector)
+            helpful = njit(cache=True, nogil=True)(_helpful_rows)
+            # the fused pass calls the two compiled ones (its globals)
+            both = _codes_and_helpful.__globals__ | {"first_rejector": first,
+                                                     "helpful_rows": helpful}
+            fused = type(_codes_and_helpful)(_codes_and_helpful.__code__, both,
+                                             "codes_and_helpful")
+            fns = {"first_rejector": first, "helpful_rows": helpful,
+                   "codes_and_helpful": njit(cache=True, nogil=True)(fused)}
             _Compiled._fns = fns
         try:
             return fns[name]

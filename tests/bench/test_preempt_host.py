@@ -105,3 +105,17 @@ def test_a_no_items_record_counts_a_cycles_device_calls(tmp_path):
     assert w["same_placements"] and w["after_gap_us"] == round(
         stub["per_cycle_p50_us"]["host_outside_machinery"]
         - numba["per_cycle_p50_us"]["framework"], 1)
+
+
+def test_the_victim_stand_ins_place_as_the_simulator(tmp_path):
+    """``--stub-victims``: the victim search's and pick's launches host
+    stand-ins (the numba twins): the same placements as the simulator's
+    kernels, the launches still counted, the host items still itemized."""
+    args = ("--workload", "preemption", "--nodes", "40", "--pods", "3")
+    sim = _run(tmp_path, *args)
+    stub = _run(tmp_path, *args, "--stub-victims")
+    assert stub["stub_victims"] and "stub_victims" not in sim
+    assert stub["preemptions"] == sim["preemptions"] == 3
+    assert stub["placements_sha256"] == sim["placements_sha256"]
+    assert stub["kernels_per_attempt"] == sim["kernels_per_attempt"]
+    assert stub["items"]["> preempt > DeviceVictims.search_and_pick"]["calls"] == 1

@@ -87,7 +87,8 @@ def _pdbs():
 
 _OPS = hs.lists(hs.tuples(hs.sampled_from(["bind", "evict", "bind_many", "evict_many",
                                            "restore", "remove_node", "add_node", "sync",
-                                           "bind_ports", "bind_labeled", "bind_dying"]),
+                                           "bind_ports", "bind_labeled", "bind_dying",
+                                           "evict_newest"]),
                           hs.integers(0, 1 << 30)), min_size=1, max_size=25)
 
 
@@ -98,7 +99,8 @@ _OPS = hs.lists(hs.tuples(hs.sampled_from(["bind", "evict", "bind_many", "evict_
 def test_incremental_sync_equals_a_fresh_table(variant, ops, log_limit, journal_limit,
                                                with_pdbs):
     """Random binds (plain, with host ports, with other labels, terminating),
-    evictions (one and many), pods taken out and put back, node removals
+    evictions (one and many, the newest bind's: its class may leave and its
+    id serve the next class), pods taken out and put back, node removals
     and additions, with syncs between, with PDBs or without: after each
     sync the table (its rows written as one batch) is as read afresh and
     as the scalar reference reads it pod by pod, and the rows its journal
@@ -129,6 +131,10 @@ def test_incremental_sync_equals_a_fresh_table(variant, ops, log_limit, journal_
             made += k
         elif op == "evict_many" and keys:
             remove_pods(state, keys[r % len(keys):][:3])
+        elif op == "evict_newest" and made and f"default/new-{made - 1}" in state.pods:
+            # a labelled class's only pod leaving frees its class id for the
+            # next new class (the table maps ids again)
+            state.remove_pod(f"default/new-{made - 1}")
         elif op == "restore" and keys:
             state.restore_pod(state.remove_pod(keys[r % len(keys)]))
         elif op == "remove_node" and len(names) > 1:
@@ -236,3 +242,60 @@ def test_device_preemptors_follow_by_journal_and_keyed_visit(variant):
     counted = got["victim_device_counters"]
     assert counted["stamp_scans"] == 0 and counted["journal_reads"] >= 4
     assert counted["visit_keyed"] >= 3 and counted["visit_searched"] == 0
+
+
+def test_a_sync_writes_its_rows_in_one_batch_with_no_step_per_pod():
+    """Between two syncs of a 10,000-node table a bound pod moves: the
+    sync writes its two rows in one batch (``row_writes``) and reads no pod
+    on its own (``pods_stepped``: every column comes by array gathers and
+    C-level passes); a pod with a host port is the one pod read on its own
+    for its bits, and with PDBs every pod of the rows written is (their
+    selectors read its record)."""
+    cluster, state, template = _cluster(10_000)
+    state.remove_pod("default/low-9001-0")
+    table = PodTable(state)
+    table.sync()
+    writes, stepped = table.row_writes, table.pods_stepped
+    state.remove_pod("default/low-17-0")
+    _bind(state, template, "moved", "node-9001")
+    table.sync()
+    assert table.row_writes - writes == 1 and table.rows_read - (10_000 + 0) == 2
+    assert table.pods_stepped == stepped
+    state.add_pod(dataclasses.replace(template, name="ported", uid="ported",
+                                      node_name="node-17",
+                                      host_ports=[HostPort("TCP", "0.0.0.0", 8080)]), "node-17")
+    table.sync()
+    assert table.pods_stepped - stepped == 1
+    _assert_as_read_afresh(table)
+    with_pdbs = PodTable(state, _pdbs())
+    with_pdbs.sync()
+    stepped = with_pdbs.pods_stepped
+    state.remove_pod("default/low-5-3")
+    with_pdbs.sync()
+    assert with_pdbs.pods_stepped - stepped == len(state.pods_on_node[state.node_rows["node-5"]])
+    _assert_as_read_afresh(with_pdbs)
+
+
+def test_a_bound_class_id_reused_by_another_class_is_mapped_again():
+    """A labelled pod's class leaves with its only pod and the bound-pod
+    table gives its id to the next new class: the victim table's kept map
+    from bound class ids finds the id's record changed and maps it to the
+    new class (its namespace and labels), as a fresh table reads it."""
+    cluster, state, template = _cluster(6)
+    table = PodTable(state)
+    table.sync()
+
+    def bind(name, labels):
+        pod = dataclasses.replace(template, name=name, uid=name, node_name="node-2",
+                                  labels=labels)
+        state.add_pod(pod, "node-2")
+        return state.pods.class_id[state.pods.slots_of([f"default/{name}"])[0]]
+    first = bind("first", {"tag": "a"})
+    table.sync()
+    state.remove_pod("default/first")
+    assert bind("second", {"tag": "b"}) == first       # the freed id, another class
+    table.sync()
+    row = state.node_rows["node-2"]
+    slot = table.keys[row].index("default/second")
+    assert table.class_records[table.cls[row, slot]].labels == {"tag": "b"}
+    _assert_as_read_afresh(table)

@@ -16,6 +16,7 @@ from tensorsched.framework.preemption.evaluator import (
     nodes_where_preemption_might_help,
     rows_where_preemption_might_help,
     status_codes,
+    status_codes_and_helpful,
 )
 from tensorsched.framework.runtime.plugin import FusedFilter
 from tensorsched.framework.runtime.status import Code
@@ -95,6 +96,11 @@ def test_codes_follow_the_first_rejecting_filter(data):
     pick = np.array([0, 1 << 5, 1 << 15] + [1 << b for b in own[:16]], np.int64)
     reasons = np.bitwise_or.reduce(
         pick[rng.integers(0, pick.shape[0], (m, 2))], axis=1) if m else np.zeros(0, np.int64)
+    # runs of like reasons (a full cluster's nodes share theirs)
+    runs = rng.random(m) < data.draw(st.sampled_from([0.0, 0.7]), label="runs")
+    for j in np.flatnonzero(runs).tolist():
+        if j:
+            reasons[j] = reasons[j - 1]
     reasons[rng.random(m) < 0.2] = 0
     reasons[rng.random(m) < 0.1] = int(L.R_INVALID_ROW)
     all_rows = np.sort(rng.choice(60, m, replace=False)).astype(np.int64)
@@ -118,3 +124,11 @@ def test_codes_follow_the_first_rejecting_filter(data):
     rows, unhelpful = rows_where_preemption_might_help(got, all_rows)
     assert rows.tolist() == all_rows[helps].tolist()
     assert unhelpful == int((~helps & (got >= 0)).sum())
+    # the codes and the rows in one call: the same, the host filters asked
+    # about the same rows again
+    codes, rows_once, unhelpful_once = status_codes_and_helpful(fw, reasons, ctx, all_rows,
+                                                                start=start)
+    assert codes.tolist() == got.tolist() and rows_once.tolist() == rows.tolist()
+    assert unhelpful_once == unhelpful
+    assert sorted(r for p in filters if isinstance(p, _Host) for r in p.asked) == sorted(
+        asked * 2)

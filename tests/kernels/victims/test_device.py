@@ -272,3 +272,48 @@ def test_a_keyed_visit_base_is_kept_without_reading_it():
     assert dev.visit_searched == 1
     order(base, 0, "b")         # "b" named the base before: compared, not trusted
     assert dev.visit_compared == 4 and dev.visit_keyed == m + 1
+
+
+def test_a_warm_sync_sends_its_rows_in_one_driver_copy(monkeypatch):
+    """A sync that follows a few changed rows packs them in one compiled
+    call into a kept pinned buffer and sends them with one driver copy of
+    its prefix into a kept device buffer, then one scatter: no allocation,
+    no device array copy or view; the device tables equal the host's, and
+    again when a later sync sends fewer rows (the buffer's stale tail is
+    not read)."""
+    from numba import cuda
+    from numba.cuda.cudadrv import driver
+    # the hand table three times over: room for a few rows under a quarter
+    pods = V.VictimPods(*(np.concatenate([a] * 3) for a in HAND_PODS[:6]),
+                        HAND_PODS[6].copy())
+    n = pods.pod_count.shape[0]
+    stamps = np.ones(n, np.int64)
+    dev = _mirror(pods, stamps=stamps)
+    device_type = type(cuda.device_array(1))
+    seen = {"driver": 0, "up": 0, "alloc": 0}
+    real = (driver.host_to_device, device_type.copy_to_device, cuda.to_device,
+            cuda.device_array, cuda.pinned_array)
+
+    def count(key, fn):
+        def wrapped(*a, **k):
+            seen[key] += 1
+            return fn(*a, **k)
+        return wrapped
+    monkeypatch.setattr(driver, "host_to_device", count("driver", real[0]))
+    monkeypatch.setattr(device_type, "copy_to_device", count("up", real[1]))
+    monkeypatch.setattr(cuda, "to_device", count("alloc", real[2]))
+    monkeypatch.setattr(cuda, "device_array", count("alloc", real[3]))
+    monkeypatch.setattr(cuda, "pinned_array", count("alloc", real[4]))
+    for stamp, rows in ((2, [1]), (3, [4, 9, 20]), (4, [2, 16]), (5, [0])):
+        pods.pod_prio[rows] += 7
+        pods.pod_start[rows] -= 1
+        pods.pod_count[rows[0]] = max(int(pods.pod_count[rows[0]]) - 1, 0)
+        stamps[rows] = stamp
+        before = (dev.launches, dev.copies)
+        dev.sync_pods(pods, 1, stamps, stamp)
+        assert (dev.launches - before[0], dev.copies - before[1]) == (1, 1)
+        for host, got in zip(pods[:6], dev._tables):
+            assert got.copy_to_host().tolist() == np.asarray(host).tolist()
+    # the first warm sync made the kept buffers (one pinned, one device), room
+    # for 16 rows: none since
+    assert seen == {"driver": 4, "up": 0, "alloc": 2}

@@ -1,0 +1,131 @@
+"""A victim table's rows written from the bound pods' columns in one
+compiled host pass (``framework.preemption.evaluator.PodTable``'s batched
+row writes): every row blanked and its pods' slots filled, no NumPy call
+per column nor Python step per pod.
+
+``write_rows(rows, counts, slots, class_id, class_priority, shape_id,
+shape_req, class_map, start_of, dying_of, count, prio, start, req, cls,
+shp, dying, ports, pdb, start_now)``: ``rows`` [k] int64 the table rows
+(distinct); ``counts`` [k] their pods; ``slots`` [sum(counts)] int64 the
+pods' bound slots, row after row, each row's in slot (key) order;
+``class_id`` / ``shape_id`` [cap] the bound pods' class and shape ids by
+slot, ``class_priority`` [classes] the classes' priorities, ``shape_req``
+[S, R'] int64 each shape's request (R' <= R columns; the rest 0),
+``class_map`` [classes] int64 the table's class id of each bound class
+id; ``start_of`` [sum(counts)] int64 each pod's start (ns, ``start_now``
+for none) and ``dying_of`` [sum(counts)] bool its terminating flag, in
+``slots``' order.  Writes, per row i and slot position s: ``count[i]``,
+``prio``, ``start``, ``req`` [.., R], ``cls``, ``shp``, ``dying``; ports
+and PDB bits are zeroed (the caller sets the few pods' bits).  Free slots
+hold 0, ``start_now``, 0, -1, -1, False.
+
+``pack_rows(rows, count, prio, start, req, ports, pdb, out) -> width``:
+the device pod tables' rows ``rows`` [d] packed for one upload, row
+after row into ``out`` (``d * width`` values): the row, its pod count,
+then its prio [C], start [C], req [C x R], ports [C x WP] and pdb
+[C x WB] flattened (``_pick_cuda.scatter_packed_kernel`` unpacks them);
+``row_width`` is that width.
+"""
+
+from __future__ import annotations
+
+__all__ = ["host", "row_width"]
+
+
+def _write_rows(rows, counts, slots, class_id, class_priority, shape_id, shape_req, class_map,
+                start_of, dying_of, count, prio, start, req, cls, shp, dying, ports, pdb,
+                start_now):
+    width = prio.shape[1]
+    n_res = req.shape[2]
+    have_res = min(n_res, shape_req.shape[1])
+    k = 0
+    for rr in range(rows.shape[0]):
+        i = rows[rr]
+        n = counts[rr]
+        count[i] = n
+        for s in range(width):
+            if s < n:
+                at = k + s
+                slot = slots[at]
+                cid = class_id[slot]
+                sid = shape_id[slot]
+                prio[i, s] = class_priority[cid]
+                cls[i, s] = class_map[cid]
+                shp[i, s] = sid
+                for r in range(have_res):
+                    req[i, s, r] = shape_req[sid, r]
+                for r in range(have_res, n_res):
+                    req[i, s, r] = 0
+                start[i, s] = start_of[at]
+                dying[i, s] = dying_of[at]
+            else:
+                prio[i, s] = 0
+                cls[i, s] = -1
+                shp[i, s] = -1
+                for r in range(n_res):
+                    req[i, s, r] = 0
+                start[i, s] = start_now
+                dying[i, s] = False
+            for w in range(ports.shape[2]):
+                ports[i, s, w] = 0
+            for w in range(pdb.shape[2]):
+                pdb[i, s, w] = 0
+        k += n
+
+
+def _pack_rows(rows, count, prio, start, req, ports, pdb, out):
+    c = prio.shape[1]
+    width = 2 + 2 * c + c * (req.shape[2] + ports.shape[2] + pdb.shape[2])
+    at = 0
+    for rr in range(rows.shape[0]):
+        i = rows[rr]
+        out[at] = i
+        out[at + 1] = count[i]
+        at += 2
+        for s in range(c):
+            out[at] = prio[i, s]
+            at += 1
+        for s in range(c):
+            out[at] = start[i, s]
+            at += 1
+        for s in range(c):
+            for r in range(req.shape[2]):
+                out[at] = req[i, s, r]
+                at += 1
+        for s in range(c):
+            for w in range(ports.shape[2]):
+                out[at] = ports[i, s, w]
+                at += 1
+        for s in range(c):
+            for w in range(pdb.shape[2]):
+                out[at] = pdb[i, s, w]
+                at += 1
+    return width
+
+
+def row_width(shapes) -> int:
+    """Values a packed row holds (``pack_rows``), from the shapes of the
+    six pod tables (count, prio, start, req, ports, pdb)."""
+    c = shapes[1][1]
+    return 2 + 2 * c + c * (shapes[3][2] + shapes[4][2] + shapes[5][2])
+
+
+class _Compiled:
+    """The passes above, ``njit``-compiled on first use (cached on disk)."""
+
+    _fns = None
+
+    def __getattr__(self, name):
+        fns = _Compiled._fns
+        if fns is None:
+            from numba import njit
+            fns = {n: njit(cache=True, nogil=True)(f) for n, f in (
+                ("write_rows", _write_rows), ("pack_rows", _pack_rows))}
+            _Compiled._fns = fns
+        try:
+            return fns[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+host = _Compiled()
