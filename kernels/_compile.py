@@ -262,3 +262,29 @@ def with_layout(t, layout: str = "A"):
     if isinstance(t, types.Tuple) and not isinstance(t, types.BaseNamedTuple):
         return types.Tuple([with_layout(x, layout) for x in t.types])
     return t
+
+
+class LazyNjit:
+    """Host kernels of a real source file, ``njit(cache=True, nogil=True)``
+    compiled on first use: ``build(jit)`` returns ``{name: dispatcher}``
+    (``jit`` compiles one function), called once, at the first attribute
+    read; ``host.name`` is then the dispatcher.  Numba is imported only
+    then (importing a module that holds one costs nothing), and the machine
+    code is cached in the ``__pycache__`` next to the source (functions
+    that call nothing compiled elsewhere, or whose compiled callees
+    ``build`` passes in as globals)."""
+
+    def __init__(self, build: Callable[[Callable], dict]):
+        self._build = build
+        self._fns: dict | None = None
+
+    def __getattr__(self, name):
+        fns = self._fns
+        if fns is None:
+            from numba import njit
+
+            fns = self._fns = self._build(lambda f: njit(cache=True, nogil=True)(f))
+        try:
+            return fns[name]
+        except KeyError:
+            raise AttributeError(name) from None

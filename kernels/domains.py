@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from ._backend import array_namespace
+from ._compile import LazyNjit
 
 
 def domain_sums(dom, weights, include, n_domains: int, *, xp=None):
@@ -194,31 +195,14 @@ def _minmax_normalize(raw, scored, out):
             out[j] = int(math.trunc(100.0 * (float(raw[j] - lo) / float(span))))
 
 
-class _Compiled:
-    """The host kernels above, ``njit``-compiled on first use (or by warm())."""
-
-    _fns = None
-
-    def __getattr__(self, name):
-        fns = _Compiled._fns
-        if fns is None:
-            from numba import njit
-            # cache=True: later processes load the machine code from the
-            # __pycache__ next to this file instead of compiling (functions of
-            # a real source file that call nothing compiled elsewhere; the
-            # exec'd rule modules are cached through kernels/_compile.py).
-            fns = {n: njit(cache=True, nogil=True)(f) for n, f in (
-                ("domain_rule", _domain_rule), ("add_domain_scores", _add_domain_scores),
-                ("or_filter_bits", _or_filter_bits), ("put_slot", _put_slot),
-                ("scored_rows", _scored_rows), ("minmax_normalize", _minmax_normalize))}
-            _Compiled._fns = fns
-        try:
-            return fns[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-host = _Compiled()
+#: the host kernels above, compiled on first use (or by warm()); cached in the
+#: __pycache__ next to this file (functions of a real source file that call
+#: nothing compiled elsewhere; the exec'd rule modules are cached through
+#: kernels/_compile.py)
+host = LazyNjit(lambda jit: {n: jit(f) for n, f in (
+    ("domain_rule", _domain_rule), ("add_domain_scores", _add_domain_scores),
+    ("or_filter_bits", _or_filter_bits), ("put_slot", _put_slot),
+    ("scored_rows", _scored_rows), ("minmax_normalize", _minmax_normalize))})
 _warmed = False
 
 

@@ -29,6 +29,8 @@ share their reasons).
 
 from __future__ import annotations
 
+from tensorsched.kernels._compile import LazyNjit
+
 __all__ = ["host"]
 
 
@@ -90,29 +92,15 @@ def _codes_and_helpful(reasons, start, bits, code_of, pf_bits, pf_code, error_co
     return 0, n, unhelpful
 
 
-class _Compiled:
-    """The passes above, ``njit``-compiled on first use (cached on disk)."""
-
-    _fns = None
-
-    def __getattr__(self, name):
-        fns = _Compiled._fns
-        if fns is None:
-            from numba import njit
-            first = njit(cache=True, nogil=True)(_first_rejector)
-            helpful = njit(cache=True, nogil=True)(_helpful_rows)
-            # the fused pass calls the two compiled ones (its globals)
-            both = _codes_and_helpful.__globals__ | {"first_rejector": first,
-                                                     "helpful_rows": helpful}
-            fused = type(_codes_and_helpful)(_codes_and_helpful.__code__, both,
-                                             "codes_and_helpful")
-            fns = {"first_rejector": first, "helpful_rows": helpful,
-                   "codes_and_helpful": njit(cache=True, nogil=True)(fused)}
-            _Compiled._fns = fns
-        try:
-            return fns[name]
-        except KeyError:
-            raise AttributeError(name) from None
+def _compiled(jit) -> dict:
+    """The passes above, compiled; the fused pass calls the two compiled
+    ones (its globals)."""
+    first = jit(_first_rejector)
+    helpful = jit(_helpful_rows)
+    both = _codes_and_helpful.__globals__ | {"first_rejector": first, "helpful_rows": helpful}
+    fused = type(_codes_and_helpful)(_codes_and_helpful.__code__, both, "codes_and_helpful")
+    return {"first_rejector": first, "helpful_rows": helpful, "codes_and_helpful": jit(fused)}
 
 
-host = _Compiled()
+#: the passes above, compiled on first use (cached on disk)
+host = LazyNjit(_compiled)

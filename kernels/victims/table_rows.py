@@ -29,6 +29,8 @@ then its prio [C], start [C], req [C x R], ports [C x WP] and pdb
 
 from __future__ import annotations
 
+from tensorsched.kernels._compile import LazyNjit
+
 __all__ = ["host", "row_width"]
 
 
@@ -110,22 +112,5 @@ def row_width(shapes) -> int:
     return 2 + 2 * c + c * (shapes[3][2] + shapes[4][2] + shapes[5][2])
 
 
-class _Compiled:
-    """The passes above, ``njit``-compiled on first use (cached on disk)."""
-
-    _fns = None
-
-    def __getattr__(self, name):
-        fns = _Compiled._fns
-        if fns is None:
-            from numba import njit
-            fns = {n: njit(cache=True, nogil=True)(f) for n, f in (
-                ("write_rows", _write_rows), ("pack_rows", _pack_rows))}
-            _Compiled._fns = fns
-        try:
-            return fns[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-host = _Compiled()
+#: the passes above, compiled on first use (cached on disk)
+host = LazyNjit(lambda jit: {"write_rows": jit(_write_rows), "pack_rows": jit(_pack_rows)})

@@ -20,7 +20,7 @@ from numba import njit
 from numba.core.caching import NullCache
 
 from tensorsched.kernels import _compile
-from tensorsched.kernels._compile import KEY, cache_key, compile_source
+from tensorsched.kernels._compile import KEY, LazyNjit, cache_key, compile_source
 from tensorsched.kernels.fused._numba import _user_function_key, build_fused_pass
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "plugins"
@@ -222,3 +222,23 @@ def test_in_memory_compilation_decorates_only_the_named_functions():
                         decorate, ["f"], namespace={}, options={"fastmath": True})
     assert calls == [("f", {"fastmath": True})]
     assert ns["f"](3) == ("decorated", 7) and ns["g"](3) == 6 and ns[KEY] is None
+
+
+def _twice(x):
+    return 2 * x
+
+
+def test_lazy_njit_compiles_at_the_first_read_once():
+    calls = []
+
+    def build(jit):
+        calls.append(1)
+        return {"twice": jit(_twice)}
+
+    host = LazyNjit(build)
+    assert calls == []                      # importing a module that holds one compiles nothing
+    assert host.twice(21) == 42 and host.twice(4) == 8
+    assert calls == [1]
+    with pytest.raises(AttributeError, match="thrice"):
+        host.thrice
+    assert calls == [1]
