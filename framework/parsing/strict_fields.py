@@ -170,8 +170,7 @@ def _shape(keys: tuple, s: _Struct):
         got = False
     else:
         children = s.children
-        got = tuple((k, children[k][0], children[k][1].shapes, children[k][1])
-                    for k in keys if k in children)
+        got = tuple((k, children[k][0], children[k][1]) for k in keys if k in children)
     if len(s.shapes) < MAX_SHAPES:
         s.shapes[keys] = got
     return got
@@ -220,47 +219,23 @@ def _known(value: dict, s: _Struct) -> bool:
 
 def _kids_known(value: dict, kids: tuple) -> bool:
     """``_known`` of the struct fields ``kids`` of ``value`` (its shape's
-    entry: ``(field, shape, the field struct's shapes, the struct)``); a
-    mapping without struct fields costs no call."""
-    for field, shape, shapes, sub in kids:
+    entry: ``(field, shape, the field's struct)``); a mapping without
+    struct fields costs no call."""
+    for field, shape, sub in kids:
         v = value[field]
         if shape == _STRUCT:
-            if type(v) is dict or isinstance(v, dict):
-                keys = tuple(v)
-                kk = shapes.get(keys)
-                if kk is None:
-                    kk = _shape(keys, sub)
-                if kk:
-                    if not _kids_known(v, kk):
-                        return False
-                elif kk is False:
-                    return False
+            if isinstance(v, dict) and not _known(v, sub):
+                return False
         elif shape == _LIST:
             if type(v) is not list:
                 continue
             for item in v:
-                if type(item) is dict or isinstance(item, dict):
-                    keys = tuple(item)
-                    kk = shapes.get(keys)
-                    if kk is None:
-                        kk = _shape(keys, sub)
-                    if kk:
-                        if not _kids_known(item, kk):
-                            return False
-                    elif kk is False:
-                        return False
-        elif type(v) is dict or isinstance(v, dict):
+                if isinstance(item, dict) and not _known(item, sub):
+                    return False
+        elif isinstance(v, dict):
             for item in v.values():
-                if type(item) is dict or isinstance(item, dict):
-                    keys = tuple(item)
-                    kk = shapes.get(keys)
-                    if kk is None:
-                        kk = _shape(keys, sub)
-                    if kk:
-                        if not _kids_known(item, kk):
-                            return False
-                    elif kk is False:
-                        return False
+                if isinstance(item, dict) and not _known(item, sub):
+                    return False
     return True
 
 
