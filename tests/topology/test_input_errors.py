@@ -18,10 +18,11 @@ from tensorsched.framework.plugins import default_registry
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain
 from tensorsched.topology import gpu as G
+from tensorsched.topology.gpu import LABEL_GFD_PRODUCT
 from tensorsched.topology.gpu_table import GpuTable
 from tensorsched.topology.node_topology import ANNO_NODE_TOPOLOGY, from_annotation
 from tensorsched.topology.openb import replay as R
-from tensorsched.topology.openb.trace import read_openb_trace
+from tensorsched.topology.openb.trace import openb_node_objects, read_openb_trace
 from tensorsched.generators.gpu_clusters import gpu_config, gpu_node
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
@@ -336,6 +337,30 @@ def test_trace_csv_pod_names_are_checked_as_the_api_server_does(tmp_path):
         read_openb_trace(path)
     assert (exc.value.path, exc.value.line, exc.value.column) == (path, 3, "name")
     assert str(exc.value).startswith(f'{path}:3: name: Invalid value: "Web_1"')
+
+
+def test_gpu_node_without_a_model_gets_no_model_label(tmp_path):
+    # the model column is optional: a GPU node without one has no model
+    # (replay's -1), never another row's model nor an IndexError
+    nodes = _nodes(tmp_path, ["n0,32000,65536,4,T4", "n1,32000,65536,2,", "n2,32000,65536,0,"])
+    labels = {o["metadata"]["name"]: o["metadata"]["labels"] for o in openb_node_objects(nodes)}
+    assert labels["n0"][LABEL_GFD_PRODUCT] == "T4"
+    assert LABEL_GFD_PRODUCT not in labels["n1"] and LABEL_GFD_PRODUCT not in labels["n2"]
+    no_column = _write(tmp_path, "bare.csv", "sn,cpu_milli,memory_mib,gpu\nn0,32000,65536,4\n")
+    (node,) = openb_node_objects(no_column)
+    assert node["status"]["allocatable"]["nvidia.com/gpu"] == "4"
+    assert LABEL_GFD_PRODUCT not in node["metadata"]["labels"]
+
+
+@pytest.mark.timeout(120)
+def test_simulate_takes_a_node_csv_without_models(tmp_path, capsys):
+    nodes = _write(tmp_path, "bare.csv", "sn,cpu_milli,memory_mib,gpu\nn0,32000,65536,4\n")
+    trace = _write(tmp_path, "trace.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli,"
+                   "creation_time\np0,1000,1024,1,500,0\n")
+    out = tmp_path / "out"
+    assert main(["simulate", "--nodes", nodes, "--trace", trace, "--backend", "numpy",
+                 "--output", str(out)]) == 0
+    assert "1 scheduled" in capsys.readouterr().err
 
 
 def test_header_only_csvs_refused_by_the_cli(tmp_path, capsys):

@@ -135,6 +135,7 @@ def openb_node_objects(nodes, tie: np.ndarray | None = None) -> list[dict]:
         c = int(inv.gpu_count[i])
         if c:
             alloc["nvidia.com/gpu"] = str(c)
+        if c and inv.model[i] >= 0:     # -1: the row names no model (the column is optional)
             labels[LABEL_GFD_PRODUCT] = inv.models[int(inv.model[i])]
         if tie is not None:
             labels[TIE_LABEL] = str(int(tie[i]))
