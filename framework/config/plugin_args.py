@@ -529,7 +529,10 @@ def _decode_topology_spread(raw: Any, path: str) -> PodTopologySpreadArgs:
     _only(m, ("defaultConstraints", "defaultingType"), path)
     cp = _join(path, "defaultConstraints")
     items = _list(m.get("defaultConstraints"), cp)
-    dt = _str(m.get("defaultingType") or SYSTEM_DEFAULTING, _join(path, "defaultingType"))
+    # absent or "" is System (upstream's default); 0, false, [] are no strings
+    dt = m.get("defaultingType")
+    dt = _str(dt, _join(path, "defaultingType")) if dt is not None else ""
+    dt = dt or SYSTEM_DEFAULTING
     if dt not in (SYSTEM_DEFAULTING, LIST_DEFAULTING):
         raise ConfigError(_join(path, "defaultingType"), f"unsupported value {dt!r}: supported values: System, List")
     if dt == SYSTEM_DEFAULTING and items:

@@ -698,6 +698,11 @@ A = "profiles[0].pluginConfig[0].args"
         ("PodTopologySpread", {"defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]},
          A + ".defaultingType"),
         ("PodTopologySpread", {"defaultingType": "Sometimes"}, A + ".defaultingType"),
+        # a value that is no string is refused (it read as System: any falsy value did)
+        ("PodTopologySpread", {"defaultingType": 0}, A + ".defaultingType"),
+        ("PodTopologySpread", {"defaultingType": False}, A + ".defaultingType"),
+        ("PodTopologySpread", {"defaultingType": []}, A + ".defaultingType"),
+        ("PodTopologySpread", {"defaultingType": {}}, A + ".defaultingType"),
         ("PodTopologySpread", {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]},
          A + ".defaultConstraints[0].maxSkew"),
         ("PodTopologySpread", {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}]},
