@@ -5,6 +5,7 @@ the pods its arrival sends back to the queue see its devices)."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 
 from tensorsched.framework.arguments import Arguments
@@ -21,6 +22,8 @@ def checked_slices(args: Arguments, slices, node: str) -> list[dict]:
     DRA state yet; the list, or an ArgumentError naming ``slices[i]``."""
     items = args.sequence("slices", slices, Mapping, "a ResourceSlice dict",
                           "ResourceSlice dicts")
+    # published when the node joins: copies, the caller may change its dicts
+    items = [copy.deepcopy(dict(o)) for o in items]
     names: set = set()
     for i, obj in enumerate(items):
         if obj.get("kind") != "ResourceSlice":
@@ -40,7 +43,7 @@ def checked_slices(args: Arguments, slices, node: str) -> list[dict]:
             raise args.error(f"slices[{i}].metadata.name", f"ResourceSlice {rec.name!r} is "
                              "given twice")
         names.add(rec.name)
-    return [dict(o) for o in items]
+    return items
 
 
 def load_slices(state, slices: list[dict]) -> None:

@@ -49,6 +49,7 @@ digest, so a restored simulation continues exactly as the original would
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
 import os
@@ -88,7 +89,15 @@ from .node_slices import checked_slices
 from .scenario import Scenario, check_steps, load_scenario
 from . import series as series_rules
 from .series import TIMESERIES_COLUMNS, TimeSeries, check_rows
-from .snapshot import SNAPSHOT_VERSION, read_snapshot, replay_call, snapshot_table, trace_blob
+from .snapshot import (
+    SNAPSHOT_VERSION,
+    freeze,
+    read_snapshot,
+    replay_call,
+    snapshot_table,
+    thawed,
+    trace_blob,
+)
 from .snapshot import digest as state_digest
 from .trace import MAX_SECONDS, Trace, trace_from_table
 
@@ -189,8 +198,11 @@ class Simulation:
                 else list(cluster)
             self.cluster = build_cluster(objects, config, registry, feature_gates)
             cfg = _read_config(config) if isinstance(config, (str, os.PathLike)) else config
-            self._init["objects"] = objects
-            self._init["config"] = cfg
+            # the caller's dicts as they are now: changed later, they would
+            # make a snapshot that restores another simulation
+            self._init["objects"] = objects if isinstance(cluster, (str, os.PathLike)) \
+                else freeze(objects, "the objects")
+            self._init["config"] = thawed(cfg, "config") if cfg is not None else None
             if feature_gates is not None:
                 self._init["feature_gates"] = feature_gates
         self.clock = HorizonClock()
@@ -256,7 +268,9 @@ class Simulation:
 
     def _logged(self, call: str, at, payload=None, blob: bytes | None = None) -> None:
         if not self._replaying:
-            self._log.append((call, at, payload, blob))
+            # frozen now: the caller may change its dicts after the call
+            when = f" at {at:g}s" if at is not None else ""
+            self._log.append((call, at, freeze(payload, f"the {call} call{when}"), blob))
 
     def submit(self, pods, at=None, *, duration: float | None = None, templates=None) -> int:
         """Pods arrive: Pod dicts or records (all at ``at``, default now;
@@ -311,6 +325,7 @@ class Simulation:
         joins (its DRA devices)."""
         args = Arguments("Simulation.add_node")
         args.mapping("node", node, what="a Node dict")
+        node = copy.deepcopy(node)      # applied at ``at``: the caller may change its dict
         t = self._when(at, "add_node")
         name = parse_node(node).name
         if slices is not None:
@@ -593,8 +608,9 @@ class Simulation:
         to the original's, needed when the simulation was made from a
         Cluster; ``metrics`` and ``registry`` as given to the original."""
         args = Arguments("Simulation.restore")
+        source = "snapshot"
         if isinstance(snapshot, (str, os.PathLike)):
-            path = args.path("snapshot", snapshot, exists=True)
+            path = source = args.path("snapshot", snapshot, exists=True)
             try:
                 snapshot = pa.ipc.open_file(path).read_all()
             except (OSError, pa.ArrowException) as exc:
@@ -602,7 +618,7 @@ class Simulation:
         args.instance("snapshot", snapshot, pa.Table,
                       "a snapshot (the pyarrow.Table of snapshot()) or the path of one")
         args.instance("cluster", cluster, Cluster, "a Cluster or None", optional=True)
-        meta, objects, calls = read_snapshot(snapshot)
+        meta, objects, calls = read_snapshot(snapshot, source)
         init = meta["init"]
         if objects is None:
             if cluster is None:

@@ -1,6 +1,7 @@
 """Simulation: departures free exactly what arrivals took (the state equals a
 fresh build of the pods alive), snapshot/restore continues identically,
 determinism for a seed, scenario steps, time series."""
+import datetime
 import math
 
 import numpy as np
@@ -109,6 +110,50 @@ def test_snapshot_restore_continues_identically():
     back.run()
     assert got == rest
     assert back.timeseries().equals(whole.timeseries())
+
+
+def test_dicts_changed_after_the_call_change_neither_the_run_nor_the_snapshot():
+    # a script that reuses its dicts: the simulation keeps what was given
+    objects = nodes(2)
+    sim = Simulation(objects, backend="numpy", interval=None)
+    node = node_dict("late", cpu="8", memory="16Gi")
+    pod = pod_dict("web", cpu="1")
+    sim.add_node(node, at=10)
+    sim.submit([pod], at=20)
+    node["metadata"]["name"] = "Not_A_Name"          # refused, had it been given
+    node["status"]["capacity"]["cpu"] = "garbage"
+    pod["metadata"]["name"] = "other"
+    for o in objects:
+        o["status"]["capacity"]["cpu"] = "1m"
+    sim.run(until=30)
+    assert "late" in sim.cluster.state.node_rows and "default/web" in sim.cluster.state.pods
+    back = Simulation.restore(sim.snapshot())
+    assert sorted(back.cluster.state.node_rows) == ["late", "n0", "n1"]
+    assert bound(back) == bound(sim)
+
+
+def test_a_snapshot_of_what_json_cannot_hold_is_refused_naming_it():
+    sim = Simulation(nodes(1), backend="numpy", interval=None,
+                     binder=lambda pod, node: None)
+    with pytest.raises(SimulationError, match=r"^snapshot: binder: not a JSON value"):
+        sim.snapshot()
+    sim = Simulation(nodes(1), backend="numpy", interval=None)
+    pod = pod_dict("web", cpu="1")      # as yaml.safe_load reads a timestamp
+    pod["metadata"]["creationTimestamp"] = datetime.datetime(2026, 1, 1)
+    sim.submit([pod], at=5)
+    with pytest.raises(SimulationError, match=r"^snapshot: the submit call at 5s: not a JSON"):
+        sim.snapshot()
+
+
+def test_restore_of_a_malformed_file_names_it(tmp_path):
+    sim = Simulation(nodes(1), backend="numpy", interval=None)
+    table = sim.snapshot().drop(["blob"])
+    path = str(tmp_path / "snap.arrow")
+    with pa.ipc.new_file(path, table.schema) as w:
+        w.write_table(table)
+    with pytest.raises(SimulationError, match=f"^{path}: not a simulation snapshot "
+                       r"\(no column 'blob'\)"):
+        Simulation.restore(path)
 
 
 def test_unschedulable_pool_moves_on_departures():

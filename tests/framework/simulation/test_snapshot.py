@@ -64,3 +64,60 @@ def test_digest_follows_the_state():
                 SN.digest(1.0, state, [], 2, {"arrived": 1}),
                 SN.digest(1.0, state, ["default/p"], 3, {"arrived": 1}),
                 SN.digest(1.0, state, ["default/p"], 2, {"arrived": 2})}) == 5
+
+
+def _meta_table(change):
+    """A good snapshot table whose metadata ``change(meta)`` edited."""
+    table = SN.snapshot_table(INIT, [], 0.0, "d")
+    meta = json.loads(table.schema.metadata[SN.METADATA_KEY])
+    text = change(meta)
+    return table.replace_schema_metadata(
+        {SN.METADATA_KEY: text if isinstance(text, bytes) else json.dumps(text)})
+
+
+def _without(meta, *path):
+    d = meta
+    for key in path[:-1]:
+        d = d[key]
+    del d[path[-1]]
+    return meta
+
+
+@pytest.mark.parametrize("table, problem", [
+    (_meta_table(lambda m: b"{not json"), "snapshot: metadata: not JSON"),
+    (_meta_table(lambda m: [1]), "snapshot: metadata: must be a JSON object, got list"),
+    (_meta_table(lambda m: _without(m, "init")), "snapshot: metadata: init: missing"),
+    (_meta_table(lambda m: _without(m, "digest")), "snapshot: metadata: digest: missing"),
+    (_meta_table(lambda m: _without(m, "init", "backend")),
+     "snapshot: metadata: init.backend: missing"),
+    (_meta_table(lambda m: dict(m, init=dict(m["init"], options=[1]))),
+     "snapshot: metadata: init.options: must be a JSON object"),
+    (SN.snapshot_table(INIT, [], 0.0, "d").drop(["call"]),
+     "not a simulation snapshot (no column 'call')"),
+    (SN.snapshot_table(INIT, [], 0.0, "d").slice(0, 0),
+     "snapshot: row 0: call: must be 'init' (the objects), got 'no rows'"),
+    (SN.snapshot_table(INIT, [("run", None, None, None)], 0.0, "d").slice(1),
+     "snapshot: row 0: call: must be 'init' (the objects), got 'run'"),
+])
+def test_malformed_tables_are_refused_naming_what_is_wrong(table, problem):
+    # a hand-edited or foreign table: one SimulationError, no JSON, Key or Index error
+    with pytest.raises(SimulationError) as exc:
+        SN.read_snapshot(table)
+    assert str(exc.value).startswith(problem)
+
+
+def test_a_row_that_is_not_json_is_named():
+    table = SN.snapshot_table(INIT, [("cordon", 1.0, "n0", None)], 0.0, "d")
+    bad = table.set_column(2, "payload", pa.array(['[]', '{"x'], pa.string()))
+    with pytest.raises(SimulationError, match=r"^s.arrow: row 1: payload: not JSON"):
+        SN.read_snapshot(bad, "s.arrow")
+
+
+@pytest.mark.parametrize("call, arg, blob", [
+    ("submit", ["a"], None), ("submit", {"pods": []}, None),
+    ("add_node_slices", {"node": {}}, None), ("submit_trace", {"source": "t"}, None),
+    ("submit_trace", {"source": "t", "lines": False, "templates": None}, b"not arrow"),
+])
+def test_a_call_whose_argument_has_another_shape_is_refused(call, arg, blob):
+    with pytest.raises(SimulationError, match=f"^snapshot: call '{call}': its argument"):
+        SN.replay_call(object(), call, 1.0, arg, blob)
