@@ -1032,8 +1032,12 @@ def compile_selector(expression: str) -> CompiledSelector:
     does not compile."""
     celpy = celpy_module()
     env = _environment()
+    from .dra_cel_syntax import TooDeep
+
     try:
         tree = parse_expression(expression)
+    except TooDeep as exc:      # no syntax error: a bound of the walkers after the parser
+        raise CelError(f"compilation failed: ERROR: <input>: {exc}") from None
     except celpy.CELParseError as exc:
         raise CelError(f"compilation failed: ERROR: <input>: Syntax error: {exc}") from None
     _check_names(tree, frozenset())

@@ -48,7 +48,8 @@ from .dra_cel_lists_ext import sort_by_keys
 from .dra_cel_named_formats import FORMAT_NAMES
 from .dra_cel_values import NONE, CelOptional, CelRuntimeError
 
-__all__ = ["parse", "BindExpr", "BindRead", "OptionalEvaluator", "OptionalRunner", "optional_functions",
+__all__ = ["parse", "tree_depth", "TooDeep", "MAX_TREE_DEPTH",
+           "BindExpr", "BindRead", "OptionalEvaluator", "OptionalRunner", "optional_functions",
            "go_type", "macro_name",
            "OPTIONAL_GLOBALS", "OPTIONAL_MACROS", "NAMESPACED"]
 
@@ -65,6 +66,22 @@ list_elems       : list_elem ("," list_elem)*
 %override mapinits : map_key ":" expr ("," map_key ":" expr)*
 ?map_key         : expr | "?" expr -> opt_key
 """
+
+#: The deepest parse tree an expression may have.  The compiler, type
+#: checker, cost estimator and cel-python's evaluator walk the tree by
+#: recursion, a few Python frames a level: past about 400 levels they
+#: exhaust Python's stack (a bare RecursionError, at load or in the
+#: middle of a scheduling cycle).  300 levels hold 25 repetitions of every
+#: recursive rule nested in one another (parentheses, calls, macros, list
+#: and map literals, about 11 levels each), twice what the CEL spec asks
+#: an implementation to support (12); cel-go refuses past 250 nested
+#: expressions likewise ("expression recursion limit exceeded").
+MAX_TREE_DEPTH = 300
+
+
+class TooDeep(CELParseError):
+    """An expression whose parse tree is deeper than ``MAX_TREE_DEPTH``."""
+
 
 #: ``optional.<name>(...)``: the library's global functions
 OPTIONAL_GLOBALS = ("of", "ofNonZeroValue", "none", "unwrap")
@@ -108,7 +125,23 @@ def parse(text: str) -> lark.Tree:
                             column=ex.column) from None
     except (lark.exceptions.LexError, lark.exceptions.ParseError) as ex:
         raise CELParseError(ex.args[0].splitlines()[0], *ex.args) from None
+    depth = tree_depth(tree)
+    if depth > MAX_TREE_DEPTH:
+        raise TooDeep(f"expression recursion limit exceeded: nested {depth} levels deep, "
+                      f"at most {MAX_TREE_DEPTH}")
     return _normalize(tree)
+
+
+def tree_depth(tree: lark.Tree) -> int:
+    """The levels of ``tree`` (a leaf under the root: 2), counted without
+    recursion (the tree may be deeper than Python's stack)."""
+    best, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        best = max(best, depth)
+        if isinstance(node, lark.Tree):
+            stack.extend((c, depth + 1) for c in node.children)
+    return best
 
 
 def _normalize(node):
