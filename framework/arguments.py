@@ -146,16 +146,23 @@ class Arguments:
 
     def sequence(self, name: str, value, kinds: type | tuple = object, item: str = "an item",
                  items: str = "items", *, optional: bool = False,
-                 nonempty: bool = False) -> list | None:
+                 nonempty: bool = False, limit: int | None = None) -> list | None:
         """A list, tuple or other iterable of ``kinds`` (never a string,
         bytes or a mapping, which would be iterated by character or key),
         as a list; ``item`` and ``items`` name one and several in messages
-        (``"a path"``, ``"paths"``)."""
+        (``"a path"``, ``"paths"``).  ``limit``: more items are refused,
+        having read at most ``limit + 1`` of them (an endless generator is
+        never listed)."""
         if value is None and optional:
             return None
         if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__"):
             raise self.error(name, f"must be a list of {items}, got {shown(value)}")
-        got = list(value)
+        if limit is None:
+            got = list(value)
+        else:
+            got = list(islice(value, limit + 1))
+            if len(got) > limit:
+                raise self.error(name, f"at most {limit:,} {items}, got more")
         if nonempty and not got:
             raise self.error(name, f"must be a non-empty list of {items}, got []")
         # every value is an ``object``: no pass; else one C-level pass first

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from tensorsched.framework.arguments import Arguments
+from tensorsched.framework.arguments import MAX_ITEMS, Arguments
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.parsing.dra import load_resource_slice
 from tensorsched.framework.records.dra_records import ResourceSliceRecord
@@ -248,6 +248,8 @@ def capacity_arguments(function: str, cluster, backend, seed, progress) -> Argum
 
 def object_list(args: Arguments, name: str, value, record: type, kind: str, *,
                 nonempty: bool = False) -> list:
-    """A list of ``kind`` dicts or records (``record``)."""
+    """A list of ``kind`` dicts or records (``record``): templates, at most
+    ``MAX_ITEMS`` (an endless generator of them is refused, not listed)."""
     return args.sequence(name, value, (Mapping, record), f"a {kind} dict or {record.__name__}",
-                         f"{kind} dicts or {record.__name__}s", nonempty=nonempty)
+                         f"{kind} dicts or {record.__name__}s", nonempty=nonempty,
+                         limit=MAX_ITEMS)

@@ -37,6 +37,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from tensorsched.framework.arguments import MAX_ITEMS
 from tensorsched.framework.errors import ManifestError
 from tensorsched.framework.parsing.priorities import pod_priority
 from tensorsched.framework.records.records import PodRecord
@@ -85,7 +86,8 @@ def how_many_fit(cluster: Cluster, templates, *, replicas=None, backend: str = "
     if replicas is not None:
         replicas = [args.integer(f"replicas[{i}]", r, 0) for i, r in
                     enumerate(args.sequence("replicas", replicas, item="an integer",
-                                            items="integers (one per template)"))]
+                                            items="integers (one per template)",
+                                            limit=MAX_ITEMS))]
         if len(replicas) != len(templates):
             raise args.error("replicas", f"{len(replicas)} replica counts for "
                              f"{len(templates)} templates (one per template)")

@@ -41,7 +41,8 @@ import math
 import time
 from collections.abc import Callable, Mapping
 
-from tensorsched.framework.parsing.controllers import expand_workloads
+from tensorsched.framework.arguments import MAX_ITEMS
+from tensorsched.framework.parsing.controllers import MAX_EXPANDED_PODS, expand_workloads
 from tensorsched.framework.parsing.manifests import parse_objects
 from tensorsched.framework.parsing.priorities import pod_priority
 from tensorsched.framework.records.dra_records import ResourceSliceRecord
@@ -361,14 +362,15 @@ def nodes_to_add(cluster: Cluster, workloads, node_templates, *, backend: str = 
     args = capacity_arguments("nodes_to_add", cluster, backend, seed, progress)
     workloads = args.sequence("workloads", workloads, (Mapping, PodRecord),
                               "a Pod or controller dict, or a PodRecord",
-                              "Pod and controller dicts or PodRecords")
+                              "Pod and controller dicts or PodRecords",
+                              limit=MAX_EXPANDED_PODS)   # each at least one pod, or none
     node_templates = object_list(args, "node_templates", node_templates, NodeRecord, "Node",
                                  nonempty=True)
     max_nodes = args.integer("max_nodes", max_nodes, 0, MAX_NODES, optional=True)
     args.flag("batch", batch)
     template_slices = args.sequence("template_slices", template_slices, object,
                                     "a list of ResourceSlices", "lists of ResourceSlices",
-                                    optional=True) or []
+                                    optional=True, limit=MAX_ITEMS) or []
     template_slices = [object_list(args, f"template_slices[{i}]", each, ResourceSliceRecord,
                                    "ResourceSlice") for i, each in enumerate(template_slices)]
     if len(template_slices) > len(node_templates):

@@ -139,6 +139,13 @@ def test_sequence_reads_an_iterable_once_into_a_list():
     assert "non-empty list of items, got []" in str(refused(A.sequence, "xs", [], nonempty=True))
 
 
+def test_sequence_with_a_limit_never_lists_an_endless_generator():
+    assert A.sequence("xs", iter(range(3)), int, limit=3) == [0, 1, 2]
+    err = refused(A.sequence, "xs", itertools.count(), int, limit=5)
+    assert (err.argument, err.problem) == ("xs", "at most 5 items, got more")
+    assert "at most 2 items" in str(refused(A.sequence, "xs", [1, 2, 3], limit=2))
+
+
 def test_items_reads_at_most_the_bound_plus_one_and_refuses_past_it():
     """A huge range is refused by its length, an endless generator after
     ``limit + 1`` items; the bound is the CLI's seeds in one sweep."""

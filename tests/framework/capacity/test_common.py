@@ -150,3 +150,23 @@ def test_object_list_takes_dicts_or_records():
     assert info.value.argument == "pods[1]" and "a Pod dict or PodRecord" in str(info.value)
     with pytest.raises(ArgumentError, match="non-empty list of Pod dicts or PodRecords"):
         CC.object_list(args, "pods", [], PodRecord, "Pod", nonempty=True)
+
+
+@pytest.mark.timeout(30)
+def test_templates_from_an_endless_generator_are_refused_not_listed():
+    # how_many_fit(cluster, itertools.repeat(pod)) listed templates until
+    # the machine ran out of memory
+    import itertools
+
+    from tensorsched.framework.arguments import MAX_ITEMS
+    from tensorsched.framework.capacity.fit import how_many_fit
+    from tensorsched.framework.capacity.node_search import nodes_to_add
+    cl = cluster_of([node_dict("n0")])
+    with pytest.raises(ArgumentError, match=f"^how_many_fit: templates: at most {MAX_ITEMS:,} "):
+        how_many_fit(cl, itertools.repeat(pod_dict("p")), backend="numpy")
+    with pytest.raises(ArgumentError, match="^how_many_fit: replicas: at most"):
+        how_many_fit(cl, [pod_dict("p")], replicas=itertools.repeat(1), backend="numpy")
+    with pytest.raises(ArgumentError, match="^nodes_to_add: node_templates: at most"):
+        nodes_to_add(cl, [pod_dict("p")], itertools.repeat(node_dict("t")), backend="numpy")
+    with pytest.raises(ArgumentError, match="^nodes_to_add: workloads: at most"):
+        nodes_to_add(cl, itertools.repeat(pod_dict("p")), [node_dict("t")], backend="numpy")
