@@ -49,6 +49,15 @@ class Agenda:
         _t, _p, _c, kind, payload = heapq.heappop(self._heap)
         return kind, payload
 
+    def pop_entry(self) -> tuple:
+        """Remove the earliest event; its whole entry, for ``put_back``."""
+        return heapq.heappop(self._heap)
+
+    def put_back(self, entry: tuple) -> None:
+        """An entry ``pop_entry`` removed, back in its place (an event that
+        failed to apply stays due, in the order it had)."""
+        heapq.heappush(self._heap, entry)
+
     def __iter__(self) -> Iterator[tuple]:
         """``(time, kind, payload)`` of every pending event, in no order."""
         for t, _, _, kind, payload in self._heap:

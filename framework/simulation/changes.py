@@ -94,11 +94,15 @@ class ClusterChanges:
         now = self._clock.now()
         listeners = self._listeners
         emit = listeners.active
-        for rec in recs:
+        seen: set = set()
+        for rec in recs:        # every pod checked first: a refused arrival adds none
             key = rec.key
-            if key in state.pods or key in sched.queue or key in sched.waiting:
+            if key in state.pods or key in sched.queue or key in sched.waiting or key in seen:
                 raise SimulationError(f"Pod {key}: submitted at {now:g}s while a pod of that "
                                       "name exists")
+            seen.add(key)
+        for rec in recs:
+            key = rec.key
             if not rec.node_name:
                 self._pending[key] = now
                 if duration is not None:

@@ -54,11 +54,13 @@ import inspect
 import math
 import os
 from collections.abc import Callable
+from contextlib import contextmanager
 from functools import partial
 
 import pyarrow as pa
 
 from tensorsched.framework.arguments import Arguments, shown
+from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.parsing.manifests import (
     load_objects,
     parse_node,
@@ -301,6 +303,12 @@ class Simulation:
         duration = args.number("duration", duration, 0.0, MAX_SECONDS, optional=True,
                                unit="seconds")
         recs = [pod_from(p) for p in pods]
+        seen: dict[str, int] = {}
+        for i, r in enumerate(recs):    # known now: refused now, not when they arrive
+            if r.key in seen:
+                raise args.error(f"pods[{i}]", f"Pod {r.key} is given twice (also "
+                                 f"pods[{seen[r.key]}])")
+            seen[r.key] = i
         self._logged("submit", t, {"pods": [r.obj for r in recs], "duration": duration})
         self._push(t, PRIO_ARRIVE, "pods", (recs, duration))
         return len(recs)
@@ -484,12 +492,13 @@ class Simulation:
         self.listeners.hear(self.scheduler)
         self.listeners.collected = []
         try:
-            if until is None:
-                t = self.agenda.next_time()
-                if math.isfinite(t):
-                    self._run(t, once=True)
-            else:
-                self._run(until)
+            with self._failure_logged():
+                if until is None:
+                    t = self.agenda.next_time()
+                    if math.isfinite(t):
+                        self._run(t, once=True)
+                else:
+                    self._run(until)
             return self.listeners.collected
         finally:
             self.listeners.collected = None
@@ -501,11 +510,24 @@ class Simulation:
             until = self._when(until, "run", "until")
         self._check_rows("run", self._known_end() if until is None else until)
         self._logged("run", until)
-        self._run(math.inf if until is None else until)
+        with self._failure_logged():
+            self._run(math.inf if until is None else until)
         if until is None and self.interval is not None and (
                 self.series.last_time is None or self.series.last_time < self.clock.now()):
             self.series.sample(self.clock.now(), self.cluster, self.scheduler)
         return self.summary()
+
+    @contextmanager
+    def _failure_logged(self):
+        """A step or run that stops with an error is logged with it: the
+        snapshot's replay expects the same error there, and goes on."""
+        try:
+            yield
+        except TensorschedError as exc:
+            if not self._replaying and self._log:
+                call, at, _, blob = self._log[-1]
+                self._log[-1] = (call, at, freeze({"failed": str(exc)}, call), blob)
+            raise
 
     def _known_end(self) -> float:
         """The latest time known now to come: pending events, trace
@@ -549,12 +571,20 @@ class Simulation:
                         self._fresh = True
                         continue
                     while agenda and agenda.next_time() == t_ev:
-                        kind, payload = agenda.pop()
+                        entry = agenda.pop_entry()
+                        kind, payload = entry[3], entry[4]
                         self._fresh = True
-                        if kind == "trace":
-                            arrivals.arrive(payload)
-                        else:
-                            changes.apply(kind, payload)
+                        try:
+                            if kind == "trace":
+                                arrivals.arrive(payload)
+                            else:
+                                changes.apply(kind, payload)
+                        except TensorschedError:
+                            # refused before it changed anything: it stays
+                            # due, the run stops before it (a later run
+                            # meets it again, it is not dropped)
+                            agenda.put_back(entry)
+                            raise
                     if once:
                         self._drive(t_ev)
                         return

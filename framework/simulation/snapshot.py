@@ -12,6 +12,8 @@ import json
 
 import pyarrow as pa
 
+from tensorsched.framework.errors import TensorschedError
+
 from .errors import SimulationError
 from .trace import Trace
 
@@ -195,10 +197,13 @@ def replay_call(sim, call: str, at, arg, blob) -> None:
         getattr(sim, call)(arg, at=at)
     elif call == "add_node_slices":
         sim.add_node(node, at=at, slices=slices)
-    elif call == "step":
-        sim.step(at)
-    elif call == "run":
-        sim.run(at)
+    elif call in ("step", "run"):
+        failed = arg.get("failed") if isinstance(arg, dict) else None
+        try:
+            getattr(sim, call)(at)
+        except TensorschedError as exc:
+            if str(exc) != failed:      # the original stopped there with this error
+                raise
     else:
         raise SimulationError(f"snapshot: unknown call {call!r}")
 

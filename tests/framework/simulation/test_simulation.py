@@ -156,6 +156,37 @@ def test_restore_of_a_malformed_file_names_it(tmp_path):
         Simulation.restore(path)
 
 
+def test_an_event_refused_in_a_run_stays_due_and_changes_nothing():
+    sim = Simulation([node_dict("n0", cpu="4", memory="8Gi")], backend="numpy", interval=10)
+    sim.submit([pod_dict("a")], at=1)
+    sim.submit([pod_dict("dup")], at=2, duration=50)
+    sim.submit([pod_dict("b"), pod_dict("dup")], at=5)     # dup is still there at 5 s
+    sim.submit([pod_dict("c")], at=8)
+    with pytest.raises(SimulationError, match="^Pod default/dup: submitted at 5s while"):
+        sim.run()
+    before, events = sim.digest(), len(sim.agenda)
+    assert sim.now == 5 and "default/b" not in sim.cluster.state.pods    # none of that event
+    # it was dropped: a second run went on without it; now it stops there again
+    with pytest.raises(SimulationError, match="^Pod default/dup: submitted at 5s"):
+        sim.run()
+    assert sim.digest() == before and len(sim.agenda) == events
+    # the snapshot of a simulation whose run failed restores (the replay meets the
+    # same error where the original did)
+    back = Simulation.restore(sim.snapshot())
+    assert back.digest() == before
+    sim.delete("dup")                   # what the error asks for, then the run goes on
+    assert sim.run()["arrived"] == 5    # a, dup, then b and dup again, c
+
+
+def test_a_pod_given_twice_in_one_submit_is_refused_at_the_call():
+    sim = Simulation([node_dict("n0")], backend="numpy", interval=None)
+    before = sim.digest()
+    with pytest.raises(ArgumentError, match=r"^Simulation.submit: pods\[2\]: Pod default/x is "
+                       r"given twice \(also pods\[0\]\)"):
+        sim.submit([pod_dict("x"), pod_dict("y"), pod_dict("x")], at=1)
+    assert sim.digest() == before and len(sim.agenda) == 0 and not sim.snapshot().num_rows > 1
+
+
 def test_unschedulable_pool_moves_on_departures():
     sim = Simulation([node_dict("only", cpu="2", memory="8Gi")], backend="numpy", interval=None)
     sim.submit([pod_dict("big-a", cpu="2")], at=0, duration=100)
