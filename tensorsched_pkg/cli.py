@@ -258,6 +258,20 @@ def _check_replay_flags(args) -> None:
                                "means on the plot)")
 
 
+def _percent(value) -> str:
+    """A point of the allocation curve: NaN where the arrived demand never
+    reached that level (a workload smaller than tune x capacity)."""
+    return f"{value}%" if value == value else "not reached"
+
+
+def _problem(exc: Exception) -> str:
+    """An error's words: an OSError as ``<file>: <reason>`` (not Python's
+    ``[Errno 21] Is a directory: 'x'``), others as they are."""
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc)
+
+
 def cmd_replay(args) -> int:
     from tqdm import tqdm
 
@@ -281,10 +295,12 @@ def cmd_replay(args) -> int:
                 paths.append(R.plot_allocation([(R.workload_name(args.pods[0]), res)], args.plot,
                                                expected=args.expected))
         except (OSError, ValueError, KeyError) as exc:
-            raise TensorschedError(f"replay: {exc}") from exc
+            raise TensorschedError(f"replay: {_problem(exc)}") from exc
+        # the curve ends at 130%: a larger tune is shown there, under that label
+        at = min(130, int(round(args.tune * 100)))
         print(f"{args.policy} seed {args.seed}: {res.scheduled}/{res.pods} pods scheduled in "
-              f"{res.seconds:.2f}s; GPU allocation at 100% demand {res.alloc[100]}%, "
-              f"at {int(round(args.tune * 100))}% {res.alloc[min(130, int(round(args.tune * 100)))]}%"
+              f"{res.seconds:.2f}s; GPU allocation at 100% demand {_percent(res.alloc[100])}, "
+              f"at {at}% {_percent(res.alloc[at])}"
               + (f"; wrote {', '.join(paths)}" if paths else ""), file=sys.stderr)
         return 0
     if not args.output:
@@ -309,7 +325,7 @@ def cmd_replay(args) -> int:
         if args.plot:
             paths.append(R.plot_allocation(out, args.plot, expected=args.expected))
     except (OSError, ValueError, KeyError) as exc:
-        raise TensorschedError(f"replay: {exc}") from exc
+        raise TensorschedError(f"replay: {_problem(exc)}") from exc
     workers = max(1, min(args.workers or os.cpu_count() or 1, total))
     print(f"sweep: {total} runs on {workers} worker(s) in {time.perf_counter() - t0:.1f}s; "
           f"wrote {', '.join(paths)}", file=sys.stderr)

@@ -363,6 +363,29 @@ def test_simulate_takes_a_node_csv_without_models(tmp_path, capsys):
     assert "1 scheduled" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flag", ["--nodes", "--pods"])
+def test_replay_names_a_directory_given_for_a_csv(tmp_path, capsys, flag):
+    folder = tmp_path / "csvs"
+    folder.mkdir()
+    paths = {"--nodes": _nodes(tmp_path), "--pods": _pods(tmp_path), flag: str(folder)}
+    assert main(["replay", "--nodes", paths["--nodes"], "--pods", paths["--pods"],
+                 "--policy", "FGD", "--backend", "numpy"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"tensorsched: error: replay: {folder}: Is a directory\n"   # no [Errno 21]
+
+
+@pytest.mark.timeout(120)
+def test_replay_summary_labels_the_curve_points_it_shows(tmp_path, capsys):
+    # the curve ends at 130%: --tune 2 showed its 130% point labelled 200%;
+    # a level the demand never reached printed as nan%
+    nodes, pods = _nodes(tmp_path), _pods(tmp_path)
+    for tune, shown in (("2", "at 130% "), ("0.5", "at 100% demand not reached, at 50% ")):
+        assert main(["replay", "--nodes", nodes, "--pods", pods, "--policy", "FGD",
+                     "--backend", "numpy", "--tune", tune]) == 0
+        err = capsys.readouterr().err
+        assert shown in err and "at 200%" not in err and "nan" not in err
+
+
 def test_header_only_csvs_refused_by_the_cli(tmp_path, capsys):
     nodes = _write(tmp_path, "n.csv", NODES_HEADER)
     pods = _pods(tmp_path)
