@@ -113,6 +113,11 @@ _NOT_FALSE = "Invalid value: false: must be either unset or set to true"
 
 #: ResourceSliceMaxDevices (resource.k8s.io/v1)
 MAX_DEVICES_PER_SLICE = 128
+#: Past this many devices a slice is refused as too many before its strict
+#: decoding (which looks into every device: a million took ~16 s to refuse);
+#: the API server's request size bound (3 MiB) never lets one that large in,
+#: so no unknown field of such a slice could have been named first.
+MAX_DECODED_DEVICES = 100_000
 #: CELSelectorExpressionMaxLength: bytes of a selector's expression
 CEL_SELECTOR_MAX_LENGTH = 10 * 1024
 
@@ -662,9 +667,13 @@ def parse_resource_slice(obj: dict, *, where: str | None = None) -> ResourceSlic
 def _parse_resource_slice(obj: dict, where: str | None, strict: bool) -> ResourceSliceRecord:
     ctx, _, _, name = identity(obj, "ResourceSlice", False, where)
     shapes = []
+    raw_spec = obj.get("spec")
+    raw = raw_spec.get("devices") if type(raw_spec) is dict else None
+    if type(raw) is list and len(raw) > MAX_DECODED_DEVICES:
+        ctx.fail("spec.devices",
+                 f"Too many: {len(raw)}: must have at most {MAX_DEVICES_PER_SLICE} items")
     if strict:
         # strict decoding first, as the API server (each device shape once)
-        raw_spec = obj.get("spec")
         shapes = _device_shapes(raw_spec.get("devices") if type(raw_spec) is dict else None)
         refuse_unknown_fields(ctx, obj, "ResourceSlice", _slice_known(obj, shapes))
     spec = ctx.mapping(obj.get("spec"), "spec")

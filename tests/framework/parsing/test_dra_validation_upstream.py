@@ -110,6 +110,20 @@ def test_upstream_good_slices_load(tmp_path, name):
     assert len(rec.devices) == len(GOOD_SLICES[name]["spec"]["devices"])
 
 
+@pytest.mark.timeout(30)
+def test_a_million_devices_are_refused_at_once():
+    # strict decoding looked into every device first: ~16 s to refuse
+    import time
+    raw = _slice()
+    raw["spec"]["devices"] = raw["spec"]["devices"] * 1_000_000
+    t0 = time.process_time()
+    with pytest.raises(ManifestError) as exc:
+        parse_objects([raw])
+    assert time.process_time() - t0 < 2
+    assert (exc.value.field, exc.value.problem) == (
+        "spec.devices", "Too many: 1000000: must have at most 128 items")
+
+
 _VALUES_49 = {"a": {"strings": ["x"] * 25}, "b": {"ints": list(range(24))}}
 
 BAD_SLICES = [
