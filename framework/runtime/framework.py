@@ -575,10 +575,13 @@ class Framework:
                                     plan.norm, plan.weights, self.n_slots, extra, want_scores,
                                     seed=seed)
         sel = -1
-        if len(res.ties):
+        ties = res.ties
+        if len(ties) == 1:      # one best node (a backend that ranked the ties itself)
+            sel = int(all_rows[(int(ties[0]) + start) % n])
+        elif len(ties):
             # the tied positions' rows, read without rotating every row
             # (position j is row all_rows[(start + j) % n])
-            tied = (res.ties + start) % n if start else res.ties
+            tied = (ties + start) % n if start else ties
             sel = tied_node(source, seed, all_rows[tied])
         pf_rejects = {}
         if plan.node_names is not None:

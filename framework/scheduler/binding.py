@@ -360,7 +360,7 @@ class BindingCycle:
         results["scheduled"] = results.get("scheduled", 0) + 1
         metrics.placed_by[CYCLE_PATH] += 1
         metrics.runs_by[CYCLE_PATH] += 1
-        if self.nominator:
+        if self.nominator.node_of:              # ``bool(nominator)``
             self.nominator.delete(pod.key)
         if pi is not None:
             metrics.e2e_latencies.append(self.clock.now() - pi.initial_timestamp)

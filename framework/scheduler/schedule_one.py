@@ -302,7 +302,8 @@ class SchedulingCycle:
         counters = self.counters
         start = counters.next_start_index
         result = None
-        overlay = self.nominated_overlay(fw, pod) if self.nominator else None
+        nominating = bool(self.nominator.node_of)       # ``bool(nominator)``, once
+        overlay = self.nominated_overlay(fw, pod) if nominating else None
         nominated = None
         if overlay is not None:
             nominated = self.nominated_pods(pod)
@@ -312,7 +313,7 @@ class SchedulingCycle:
         temp = ()
         if result is None:
             overlay = None
-            temp = self.add_nominated(pod) if self.nominator else ()
+            temp = self.add_nominated(pod) if nominating else ()
             # plugins that must see the state without them (Coscheduling) read this
             self.cycle_nominated = temp
             try:
