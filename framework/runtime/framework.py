@@ -72,6 +72,11 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 PREFILTER_REJECT_REASON = "node(s) didn't satisfy plugin(s) [{}]"
 _MASK64 = (1 << 64) - 1
+_SKIP = Code.SKIP
+# PreFilter codes that end the cycle: rejections and errors
+_PREFILTER_STOPS = frozenset({Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                              Code.ERROR})
+_PLAN_PARTS_KEPT = 1024         # pairs of (skip, scoring) masks kept per framework
 
 
 def splitmix64(z: int) -> int:
@@ -230,6 +235,26 @@ class Framework:
         self._weight_of = {id(p): w for p, w in self.score_refs}
         self._base_options = self._options()
         self._options_cache: dict = {}
+        # Per-pod steps of ``plan_cycle`` as tuples made once: each
+        # PreFilter (its bound method, name and bit in the skip mask), each
+        # score plugin with a slot (its bound PreScore or None, its bit in
+        # the scoring mask), and the decisions a pair of masks fixes
+        # (``_plan_parts``), kept by the masks.
+        self._prefilter_steps = tuple((p.pre_filter, p.name, 1 << i)
+                                      for i, p in enumerate(self._prefilters))
+        self._score_steps = tuple((p, p.pre_score if has_pre else None, 1 << i)
+                                  for i, (p, _w, has_pre) in enumerate(self._scorers)
+                                  if getattr(p, "score_slot", -1) >= 0)
+        self._plan_parts: dict = {}
+        # The binding cycle's plugins per point, each with its key in the
+        # metrics' per-plugin seconds ("Reserve/VolumeBinding"), made once
+        self.timed_plugins = {point: tuple((p, f"{point[0].upper()}{point[1:]}/{p.name}")
+                                           for p in self._at.get(point, ()))
+                              for point in BINDING_POINTS}
+        self.binding_keys = tuple(k for point in BINDING_POINTS
+                                  for _p, k in self.timed_plugins[point])
+        # False: every cycle assembles its plan from scratch (the tests' oracle)
+        self.keep_plan_parts = True
         # Compiled runs: the plugins whose answers a pod's signature must
         # cover, and whether the binding-cycle plugins may be left out.
         deciding = {id(p): p for point in DECISION_POINTS for p in self._at.get(point, [])}
@@ -253,6 +278,10 @@ class Framework:
         # Reserve plugins that do their work for a run's pods themselves
         self._run_reservers = [p for p in self._at.get("reserve", [])
                                if isinstance(p, RunReservePlugin)]
+        # A pod this profile signs has nothing to call at the binding points
+        # when every plugin there is ``run_safe`` (as a compiled run leaves
+        # them out, its Reserve plugins' run forms aside): ``quiet_binding``
+        self._binds_quietly = self.run_safe
         self._score_setups: dict = {}
         self._queries = QueryCache()
         self._masked: collections.OrderedDict = collections.OrderedDict()   # _masked_query
@@ -297,6 +326,26 @@ class Framework:
             parts.append(s)
         memo[key] = got = tuple(parts)
         return got
+
+    def quiet_binding(self, ctx: CycleContext) -> bool:
+        """Whether ``ctx.pod``'s Reserve, Permit, PreBind, Bind and PostBind
+        may be left out, as a compiled run of alike pods leaves them out:
+        every plugin at those points is ``run_safe`` (always succeeds at
+        once, changes nothing another cycle reads), the profile signs the
+        pod, and each Reserve plugin with a run form takes it
+        (``RunReservePlugin.run_prefix``; its ``reserve_run`` then does
+        the pod's Reserve and PreBind: ``reserve_quietly``)."""
+        if not self._binds_quietly or self.signature(ctx.pod) is None:
+            return False
+        return all(p.run_prefix(ctx, (ctx.pod,)) >= 1 for p in self._run_reservers)
+
+    def reserve_quietly(self, ctx: CycleContext, row: int) -> None:
+        """After ``quiet_binding``: the Reserve plugins' run form for the
+        pod alone, placed on ``row``."""
+        if self._run_reservers:
+            rows = np.array([row], np.int64)
+            for p in self._run_reservers:
+                p.reserve_run(ctx, [ctx.pod], rows)
 
     def plugins_at(self, point: str) -> list:
         """The profile's plugins at extension point ``point`` (its config
@@ -372,47 +421,52 @@ class Framework:
         skipped: set = set()
         node_names = None
         restricted_by = []
-        for p in self._prefilters:
-            st, names_ = p.pre_filter(ctx)
-            if st.code == Code.SKIP:
-                skipped.add(p.name)
-            elif st.rejected or st.code == Code.ERROR:
-                return st.with_plugin(p.name), skipped
+        skip_bits = 0
+        for pre_filter, name, bit in self._prefilter_steps:
+            st, names_ = pre_filter(ctx)
+            code = st.code
+            if code == _SKIP:
+                skipped.add(name)
+                skip_bits |= bit
+            elif code in _PREFILTER_STOPS:          # rejected, or an error
+                return st.with_plugin(name), skipped
             if names_ is not None:
                 node_names = names_ if node_names is None else node_names & names_
-                restricted_by.append(p.name)
-
-        filter_flags = 0
-        for p in self._fused_filters:
-            if p.name not in skipped:
-                filter_flags |= p.filter_flag
-        scoring = tuple(p for p, _w, has_pre_score in self._scorers
-                        if getattr(p, "score_slot", -1) >= 0
-                        and not (has_pre_score and p.pre_score(ctx).code == Code.SKIP))
-        active, norm, weights, score_flags, active_plugins = self._score_setup(scoring)
-
-        opts = self._options_cache.get((filter_flags, score_flags))
-        if opts is None:
-            opts = QueryOptions(**{**self._base_options, "filter_flags": filter_flags,
-                                   "score_flags": score_flags})
-            self._options_cache[(filter_flags, score_flags)] = opts
+                restricted_by.append(name)
+        score_bits = 0
+        for p, pre_score, bit in self._score_steps:
+            if pre_score is None or pre_score(ctx).code != _SKIP:
+                score_bits |= bit
+        parts = self._plan_parts.get((skip_bits, score_bits)) if self.keep_plan_parts else None
+        if parts is None:
+            parts = self._assemble_plan(skipped, score_bits)
+            if self.keep_plan_parts:
+                if len(self._plan_parts) >= _PLAN_PARTS_KEPT:
+                    self._plan_parts.clear()
+                self._plan_parts[(skip_bits, score_bits)] = parts
+        opts, (active, norm, weights, _flags, active_plugins), host_filters, host_scores = parts
         q = self._queries.get(state, pod, opts)
         # Host filters whose answer is a fixed node mask for this pod
         # (``NodeMaskPlugin``) ride in the query's row mask: the fused pass
         # and its per-row cache stay on the fast path.
         masks: dict = {}
-        mask_keys = []
-        for p in self._maskers:
-            if p.name in skipped:
-                continue
-            got = p.node_mask(ctx)
-            if got is None:
-                continue
-            key, mask = got
-            skipped.add(p.name)
-            if mask is not None:
-                masks[p.name] = mask
-                mask_keys.append(key)
+        if self._maskers:
+            mask_keys = []
+            masked = False
+            for p in self._maskers:
+                if p.name in skipped:
+                    continue
+                got = p.node_mask(ctx)
+                if got is None:
+                    continue
+                key, mask = got
+                skipped.add(p.name)
+                masked = True
+                if mask is not None:
+                    masks[p.name] = mask
+                    mask_keys.append(key)
+            if masked:      # the host filters that run change with ``skipped``
+                host_filters = self._host_filters(skipped)
         if node_names is not None:
             allowed = np.zeros(max(state.n_rows, 1), np.bool_)
             for n in node_names:
@@ -424,15 +478,39 @@ class Framework:
             q = q._replace(prefilter_rows=allowed)
         elif masks:
             q = self._masked_query(q, masks, mask_keys, state)
+        return CyclePlan(q, skipped, node_names, restricted_by, active, norm, weights,
+                         active_plugins, host_filters, host_scores, masks), skipped
+
+    def _assemble_plan(self, skipped: set, score_bits: int) -> tuple:
+        """What the PreFilters that skipped (``skipped``, before the node
+        masks) and the score plugins that passed PreScore (``score_bits``,
+        bits of ``_score_steps``) decide for a cycle: (its query options,
+        the score setup (``_score_setup``), the host filters and the host
+        scores that run, as ``CyclePlan`` holds them)."""
+        filter_flags = 0
+        for p in self._fused_filters:
+            if p.name not in skipped:
+                filter_flags |= p.filter_flag
+        scoring = tuple(p for p, _pre, bit in self._score_steps if score_bits & bit)
+        setup = self._score_setup(scoring)
+        score_flags = setup[3]
+        opts = self._options_cache.get((filter_flags, score_flags))
+        if opts is None:
+            opts = QueryOptions(**{**self._base_options, "filter_flags": filter_flags,
+                                   "score_flags": score_flags})
+            self._options_cache[(filter_flags, score_flags)] = opts
         # Host-side plugins that run for this pod: filters whose PreFilter did
         # not Skip, scores that passed PreScore (a skipped plugin keeps the
         # numba backend on its cached per-row path).
-        host_filters = [(p, b) for p, b in self.user_filters if p.name not in skipped
-                        and not (self._scalar_in_kernel and isinstance(p, ScalarPlugin))]
         host_scores = [(p, s) for p, s in self.user_scores if p in scoring
                        and not (self._scalar_in_kernel and isinstance(p, ScalarPlugin))]
-        return CyclePlan(q, skipped, node_names, restricted_by, active, norm, weights,
-                         active_plugins, host_filters, host_scores, masks), skipped
+        return opts, setup, self._host_filters(skipped), host_scores
+
+    def _host_filters(self, skipped: set) -> list:
+        """The host filters (plugin, reason bit) that run when ``skipped``
+        skipped (a fresh list: a cycle's plan owns it)."""
+        return [(p, b) for p, b in self.user_filters if p.name not in skipped
+                and not (self._scalar_in_kernel and isinstance(p, ScalarPlugin))]
 
     def _masked_query(self, q, masks: dict, keys: list, state):
         """``q`` with the rows outside ``masks`` disallowed; kept per (query,
@@ -497,10 +575,13 @@ class Framework:
                                     plan.norm, plan.weights, self.n_slots, extra, want_scores,
                                     seed=seed)
         sel = -1
-        if len(res.ties):
+        ties = res.ties
+        if len(ties) == 1:      # one best node (a backend that ranked the ties itself)
+            sel = int(all_rows[(int(ties[0]) + start) % n])
+        elif len(ties):
             # the tied positions' rows, read without rotating every row
             # (position j is row all_rows[(start + j) % n])
-            tied = (res.ties + start) % n if start else res.ties
+            tied = (ties + start) % n if start else ties
             sel = tied_node(source, seed, all_rows[tied])
         pf_rejects = {}
         if plan.node_names is not None:

@@ -180,8 +180,10 @@ class SchedulingQueue:
 
     def _detach(self, pi: QueuedPodInfo) -> None:
         """Out of whichever part holds it (heap entries die lazily)."""
-        self._token.pop(pi.key, None)
-        self.unschedulable.pop(pi.key, None)
+        key = pi.key
+        self._token.pop(key, None)
+        if key in self.unschedulable:   # (its ``pop`` is Python: most pods are not there)
+            self.unschedulable.pop(key)
 
     # ----------------------------------------------------- pods as columns
     @property

@@ -231,8 +231,15 @@ class ClusterState:
         self._ceiling: tuple | None = None      # see _ceilings
         self._columns_cache: tuple | None = None
         # (pod table, resource count, {(requests, non-zero cpu, memory):
-        # shape id or -1}): ``_shape_id``
-        self._shape_memo: tuple = (None, -1, {})
+        # shape id or -1}, {pod class: (shape id or -1, its largest
+        # value)}): ``_shape_id``
+        self._shape_memo: tuple = (None, -1, {}, {})
+        # ((layout_version, epoch, n_rows), an int no requested or non-zero
+        # requested value of a live row exceeds) or None: ``_sum_room_bound``
+        self._sum_top: tuple | None = None
+        # False: every pod takes ``_check_sum_room``'s exact check (the
+        # tests' oracle)
+        self.bound_sum_room = True
 
     # --------------------------------------------------------- derived data
     def structure_tag(self) -> tuple:
@@ -471,10 +478,14 @@ class ClusterState:
                              "the cluster state")
         # A request the state has accounted before (every resource known:
         # nothing to intern, no room to check) has its shape id memoized.
-        sid = _shape_id(self, pod)
+        sid, largest = _shape_of(self, pod)
         if sid < 0:
             self.resources.check_room(f"Pod {key}", pod.requests)
-        _check_sum_room(self, pod, row)
+        # a bound of every sum that clears the pod's largest value needs no
+        # exact check (the bound then grows by that value: only this row grew)
+        top = _sum_room_bound(self, largest) if sid >= 0 and self.bound_sum_room else None
+        if top is None:
+            _check_sum_room(self, pod, row)
         _check_priority(pod)
         if sid < 0:
             req = self.resource_vector(pod.requests, intern=True)
@@ -489,6 +500,8 @@ class ClusterState:
         if sid < 0:
             sid = self.pods.shape_of(req, pod.nonzero_cpu, pod.nonzero_memory)
         self._account(PodRow(pod, row, sid, self.pods.shapes[sid], port_ids))
+        if top is not None:
+            self._sum_top = top
         return row
 
     def _ceilings(self) -> tuple[np.ndarray, np.ndarray]:
@@ -506,7 +519,9 @@ class ClusterState:
         return c[1], c[2]
 
     def _raise_ceilings(self, rows) -> None:
-        """``rows``: one row (int) or an array of rows just accounted."""
+        """``rows``: one row (int) or an array of rows just accounted (the
+        bound of ``_sum_room_bound`` is made again on its next read)."""
+        self._sum_top = None
         if self._ceiling is not None:
             _, req, nz = self._ceiling
             if not isinstance(rows, np.ndarray):
@@ -799,6 +814,44 @@ def _batch_rows(state: ClusterState, pods: list, names: list) -> tuple | None:
     return rows, sids
 
 
+def _shape_of(state: ClusterState, pod: PodRecord) -> tuple[int, int]:
+    """(``_shape_id`` of ``pod``, the largest of its request values, its
+    non-zero cpu and memory and 1), memoized per pod class (alike pods
+    ask the same) for one pod table and resource count."""
+    memo = state._shape_memo
+    if memo[0] is not state.pods or memo[1] != len(state.resources):
+        memo = state._shape_memo = (state.pods, len(state.resources), {}, {})
+    cls = pod.pod_class
+    got = memo[3].get(cls)
+    if got is None:
+        got = memo[3][cls] = (_shape_id(state, pod),
+                              max(1, pod.nonzero_cpu, pod.nonzero_memory,
+                                  *pod.requests.values()))
+    return got
+
+
+def _sum_room_bound(state: ClusterState, largest: int) -> tuple | None:
+    """The bound ``state._sum_top`` after a pod whose values are at most
+    ``largest`` is accounted on one row, or None when that could take a
+    sum past int64 (``_check_sum_room`` then decides).  The bound is made
+    from the ceilings where they are kept, else from the columns (O(N R),
+    once after a change of the rows or a run), and holds while every pod
+    accounted raises it (``_raise_ceilings`` drops it otherwise)."""
+    stamp = (state.layout_version, state.epoch, state.n_rows)
+    got = state._sum_top
+    if got is not None and got[0] == stamp:
+        top = got[1]
+    else:
+        n = max(state.n_rows, 1)
+        if state._ceiling is not None:
+            req, nz = state._ceilings()
+        else:
+            req, nz = state.requested[:n], state.nonzero_requested[:n]
+        top = max(int(req.max(initial=0)), int(nz.max(initial=0)))
+    top += largest
+    return (stamp, top) if top <= _INT64_MAX else None
+
+
 def _shape_id(state: ClusterState, pod: PodRecord) -> int:
     """The pod table's shape id of ``pod``'s request as ``add_pod``
     accounts it; -1 when it asks for a resource the state does not know
@@ -807,7 +860,7 @@ def _shape_id(state: ClusterState, pod: PodRecord) -> int:
     key = (tuple(pod.requests.items()), pod.nonzero_cpu, pod.nonzero_memory)
     memo = state._shape_memo
     if memo[0] is not state.pods or memo[1] != len(state.resources):
-        memo = state._shape_memo = (state.pods, len(state.resources), {})
+        memo = state._shape_memo = (state.pods, len(state.resources), {}, {})
     got = memo[2].get(key)
     if got is None:
         got = -1
