@@ -814,6 +814,10 @@ def _batch_rows(state: ClusterState, pods: list, names: list) -> tuple | None:
     return rows, sids
 
 
+#: pod classes ``_shape_of`` keeps at most (each entry ~100 bytes)
+_CLASS_MEMO_MAX = 1 << 16
+
+
 def _shape_of(state: ClusterState, pod: PodRecord) -> tuple[int, int]:
     """(``_shape_id`` of ``pod``, the largest of its request values, its
     non-zero cpu and memory and 1), memoized per pod class (alike pods
@@ -822,9 +826,14 @@ def _shape_of(state: ClusterState, pod: PodRecord) -> tuple[int, int]:
     if memo[0] is not state.pods or memo[1] != len(state.resources):
         memo = state._shape_memo = (state.pods, len(state.resources), {}, {})
     cls = pod.pod_class
-    got = memo[3].get(cls)
+    by_class = memo[3]
+    got = by_class.get(cls)
     if got is None:
-        got = memo[3][cls] = (_shape_id(state, pod),
+        if len(by_class) >= _CLASS_MEMO_MAX:
+            # pods read one by one each start a class of their own: the
+            # memo is a cache, not a record of every pod ever bound
+            by_class.clear()
+        got = by_class[cls] = (_shape_id(state, pod),
                               max(1, pod.nonzero_cpu, pod.nonzero_memory,
                                   *pod.requests.values()))
     return got

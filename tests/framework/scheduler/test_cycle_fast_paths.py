@@ -159,6 +159,20 @@ def test_a_sum_past_int64_is_refused_with_the_bound_kept():
     assert (state.requested == before).all() and "default/p2" not in state.pods
 
 
+def test_the_shape_memo_by_pod_class_stays_bounded(monkeypatch):
+    """Pods read one at a time each start a class of their own: the memo
+    of their shapes is cleared when full, and a pod accounted after that
+    gets the same shape id as an alike pod before."""
+    monkeypatch.setattr(CS, "_CLASS_MEMO_MAX", 4)
+    cluster = build_cluster([node_dict("n")])
+    state = cluster.state
+    pods = [cluster.resolve(pod_dict(f"p{k}", cpu="1", memory=None)) for k in range(11)]
+    for pod in pods:
+        state.add_pod(pod, "n")
+        assert len(state._shape_memo[3]) <= 4
+    assert len({state.pods[p.key].shape_id for p in pods}) == 1
+
+
 def _zone_node(name: str, zone: str) -> dict:
     return node_dict(name, cpu="8", memory="16Gi",
                      labels={"topology.kubernetes.io/zone": zone})
