@@ -7,7 +7,7 @@ PreScore skips pods that request none of those resources (v1.32)."""
 from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.config.plugin_args import NodeResourcesBalancedAllocationArgs
 from tensorsched.framework.runtime.plugin import NORMALIZE_NONE, FusedScore, Plugin
-from tensorsched.framework.runtime.status import SKIP, Status
+from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.kernels import layout as L
 
 
@@ -26,10 +26,15 @@ class NodeResourcesBalancedAllocation(Plugin, FusedScore):
         return {"balanced_resources": tuple((r.name, r.weight) for r in self.args.resources)}
 
     def pre_score(self, ctx):
-        requests = ctx.pod.requests
-        if all(requests.get(r.name, 0) == 0 for r in self.args.resources):
-            return SKIP
-        return Status.OK
+        return SKIP if self._skips(ctx.pod) else Status.OK
+
+    def _skips(self, pod) -> bool:
+        requests = pod.requests
+        return all(requests.get(r.name, 0) == 0 for r in self.args.resources)
+
+    def spec_answer(self, pod, point):
+        """``SpecAnswerPlugin``: PreScore reads the pod's requests alone."""
+        return Code.SKIP if self._skips(pod) else Code.SUCCESS
 
 
 def new(args, handle):

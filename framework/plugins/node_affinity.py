@@ -10,7 +10,13 @@ added ones), normalized so the best node gets 100."""
 from tensorsched.framework.config import plugin_names as names
 from tensorsched.framework.config.plugin_args import NodeAffinityArgs
 from tensorsched.framework.runtime.cluster_events import NODE_ADD, NODE_UPDATE
-from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, FusedFilter, FusedScore, Plugin
+from tensorsched.framework.runtime.plugin import (
+    NORMALIZE_DEFAULT,
+    PRE_SCORE,
+    FusedFilter,
+    FusedScore,
+    Plugin,
+)
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.query import prefilter_node_names
 from tensorsched.kernels import layout as L
@@ -46,23 +52,36 @@ class NodeAffinity(Plugin, FusedFilter, FusedScore):
 
     def pre_filter(self, ctx):
         pod = ctx.pod
-        required = (pod.node_affinity or {}).get(
-            "requiredDuringSchedulingIgnoredDuringExecution")
-        if required is None and self.added_required is None and not pod.node_selector:
+        if self._filter_skips(pod):
             return SKIP, None
         node_names = prefilter_node_names(pod)
         if node_names is not None and not node_names:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_CONFLICT,), NAME), None
         return Status.OK, node_names
 
-    def pre_score(self, ctx):
-        preferred = (ctx.pod.node_affinity or {}).get(
+    def _filter_skips(self, pod) -> bool:
+        """Whether neither the pod nor ``addedAffinity`` constrains nodes."""
+        required = (pod.node_affinity or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution")
+        return required is None and self.added_required is None and not pod.node_selector
+
+    def _score_skips(self, pod) -> bool:
+        preferred = (pod.node_affinity or {}).get(
             "preferredDuringSchedulingIgnoredDuringExecution")
         # Upstream skips only when the pod's preferred list is nil: an empty
         # (non-nil) list still scores (every node 0).
-        if preferred is None and not self.added_preferred:
-            return SKIP
-        return Status.OK
+        return preferred is None and not self.added_preferred
+
+    def pre_score(self, ctx):
+        return SKIP if self._score_skips(ctx.pod) else Status.OK
+
+    def spec_answer(self, pod, point):
+        """``SpecAnswerPlugin``: PreScore reads the pod and the added
+        affinity alone; PreFilter's Skip too (its node names are the
+        call's)."""
+        if point == PRE_SCORE:
+            return Code.SKIP if self._score_skips(pod) else Code.SUCCESS
+        return Code.SKIP if self._filter_skips(pod) else None
 
     def explain_reasons(self, ctx, row, bits):
         reason = REASON_ENFORCED if bits & int(L.R_ADDED_AFFINITY) else REASON_POD

@@ -25,6 +25,10 @@ class NodePorts(Plugin, FusedFilter):
     def pre_filter(self, ctx):
         return (Status.OK if ctx.pod.host_ports else SKIP), None
 
+    def spec_answer(self, pod, point):
+        """``SpecAnswerPlugin``: PreFilter's answer is the pod's host ports'."""
+        return Code.SUCCESS if pod.host_ports else Code.SKIP
+
     def explain_reasons(self, ctx, row, bits):
         return Status(Code.UNSCHEDULABLE, (REASON,), NAME)
 

@@ -13,7 +13,12 @@ from tensorsched.framework.config.plugin_args import (
     NodeResourcesFitArgs,
 )
 from tensorsched.framework.runtime.cluster_events import NODE_ADD, NODE_UPDATE, POD_DELETE
-from tensorsched.framework.runtime.plugin import NORMALIZE_NONE, FusedFilter, FusedScore, Plugin
+from tensorsched.framework.runtime.plugin import (
+    NORMALIZE_NONE,
+    FusedFilter,
+    FusedScore,
+    Plugin,
+)
 from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.kernels import layout as L
 
@@ -51,6 +56,10 @@ class NodeResourcesFit(Plugin, FusedFilter, FusedScore):
 
     def pre_score(self, ctx):
         return Status.OK
+
+    def spec_answer(self, pod, point):
+        """``SpecAnswerPlugin``: PreFilter and PreScore pass every pod."""
+        return Code.SUCCESS
 
     def explain_reasons(self, ctx, row, bits):
         reasons = []

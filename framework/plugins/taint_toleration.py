@@ -28,6 +28,10 @@ class TaintToleration(Plugin, FusedFilter, FusedScore):
     def pre_score(self, ctx):
         return Status.OK
 
+    def spec_answer(self, pod, point):
+        """``SpecAnswerPlugin``: PreScore passes every pod."""
+        return Code.SUCCESS
+
     def explain_reasons(self, ctx, row, bits):
         node = ctx.state.nodes[row]
         for taint in node.taints:

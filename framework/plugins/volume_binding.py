@@ -42,7 +42,7 @@ from tensorsched.framework.parsing.volumes import (
     PersistentVolumeRecord,
 )
 from tensorsched.framework.runtime.cluster_events import NODE_ADD, NODE_UPDATE, POD_ADD, POD_DELETE
-from tensorsched.framework.runtime.plugin import NORMALIZE_NONE
+from tensorsched.framework.runtime.plugin import NORMALIZE_NONE, PRE_SCORE
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.parsing.selectors import compile_selector, selector_matches
 from tensorsched.framework.state.derived import StateKey
@@ -429,6 +429,13 @@ class VolumeBinding(VolumeFilter):
         if not self.capacity_scoring:
             return SKIP
         return Status.OK if self._cycle(ctx)["status"] is None else SKIP
+
+    def spec_answer(self, pod, point):
+        """``SpecAnswerPlugin``: PreScore skips every pod without capacity
+        scoring; PreFilter as every volume plugin's."""
+        if point == PRE_SCORE:
+            return None if self.capacity_scoring else Code.SKIP
+        return super().spec_answer(pod, point)
 
     def score(self, ctx, rows: np.ndarray) -> np.ndarray:
         data = self._cycle(ctx)

@@ -27,7 +27,7 @@ from tensorsched.framework.parsing.volumes import (
     pod_volumes,
 )
 from tensorsched.framework.records.records import MemoKey
-from tensorsched.framework.runtime.plugin import Plugin
+from tensorsched.framework.runtime.plugin import PRE_FILTER, Plugin
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.derived import StateKey
 from tensorsched.framework.state.volumes import volume_catalog
@@ -117,6 +117,13 @@ class VolumeFilter(Plugin):
             return SKIP, None           # every volume plugin skips such a pod
         st = self._cycle(ctx)["status"]
         return (st if st is not None else Status.OK), None
+
+    def spec_answer(self, pod, point):
+        """``SpecAnswerPlugin``: PreFilter skips a pod without volumes
+        (nothing read, nothing kept); a pod with them is called."""
+        if point == PRE_FILTER and not uses_volumes(pod):
+            return Code.SKIP
+        return None
 
     def _node_codes(self, ctx) -> tuple[np.ndarray, list]:
         """([n_rows] int64 code per node row, the statuses of the codes:

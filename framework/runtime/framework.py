@@ -45,6 +45,8 @@ from .blocks import block_setup, place_block
 from .plugin import (
     CYCLE_DRAW,
     NORMALIZE_NONE,
+    PRE_FILTER,
+    PRE_SCORE,
     CycleContext,
     FusedFilter,
     FusedScore,
@@ -59,6 +61,7 @@ from .plugin import (
     RunScorePlugin,
     RunSkipPlugin,
     SignPlugin,
+    SpecAnswerPlugin,
 )
 from .nominated_pods import NOMINATED_PODS
 from .registry import Registry
@@ -73,6 +76,7 @@ MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 PREFILTER_REJECT_REASON = "node(s) didn't satisfy plugin(s) [{}]"
 _MASK64 = (1 << 64) - 1
 _SKIP = Code.SKIP
+_SUCCESS = Code.SUCCESS
 # PreFilter codes that end the cycle: rejections and errors
 _PREFILTER_STOPS = frozenset({Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                               Code.ERROR})
@@ -178,6 +182,10 @@ _FRAMEWORK_NUMBERS = itertools.count()
 
 SIGNATURE = MemoKey("framework.signature", __name__,
                     "with a framework's number: the pod's signature (``Framework.signature``)")
+SPEC_CALLS = MemoKey("framework.spec_calls", __name__,
+                     "with a framework's number: the PreFilter and PreScore calls a pod's "
+                     "class makes and what its plugins answered from the spec "
+                     "(``Framework._spec_calls``)")
 
 
 class Framework:
@@ -246,6 +254,23 @@ class Framework:
                                   for i, (p, _w, has_pre) in enumerate(self._scorers)
                                   if getattr(p, "score_slot", -1) >= 0)
         self._plan_parts: dict = {}
+        # What each PreFilter / score step's plugin answers from a pod's
+        # spec (``SpecAnswerPlugin``; None: it has no such answers), and
+        # the calls of a pod none of them answered (``call_every_plugin``)
+        self._prefilter_answers = tuple(
+            p.spec_answer if isinstance(p, SpecAnswerPlugin) else None
+            for p in self._prefilters)
+        self._score_answers = tuple(
+            p.spec_answer if isinstance(p, SpecAnswerPlugin) and pre is not None else None
+            for p, pre, _bit in self._score_steps)
+        self._every_call = (self._prefilter_steps, 0, frozenset(), (),
+                            tuple((pre, bit) for _p, pre, bit in self._score_steps
+                                  if pre is not None),
+                            sum(bit for _p, pre, bit in self._score_steps if pre is None))
+        self._spec_calls_key = (SPEC_CALLS, next(_FRAMEWORK_NUMBERS))
+        # True: every PreFilter and PreScore is called, answered from the
+        # spec or not (the tests' oracle)
+        self.call_every_plugin = False
         # The binding cycle's plugins per point, each with its key in the
         # metrics' per-plugin seconds ("Reserve/VolumeBinding"), made once
         self.timed_plugins = {point: tuple((p, f"{point[0].upper()}{point[1:]}/{p.name}")
@@ -418,24 +443,33 @@ class Framework:
         a ``CyclePlan``, or the rejecting PreFilter's Status (with the
         plugins that skipped so far)."""
         state, pod = ctx.state, ctx.pod
-        skipped: set = set()
+        if self.call_every_plugin:
+            calls = self._every_call
+        else:
+            calls = pod.memo.get(self._spec_calls_key)
+            if calls is None:
+                calls = self._spec_calls(pod)
+        # the calls left, and what the plugins answered from the spec
+        prefilters, skip_bits, spec_skipped, spec_skips, pre_scores, score_bits = calls
+        skipped: set = set(spec_skipped)
         node_names = None
         restricted_by = []
-        skip_bits = 0
-        for pre_filter, name, bit in self._prefilter_steps:
+        for pre_filter, name, bit in prefilters:
             st, names_ = pre_filter(ctx)
             code = st.code
             if code == _SKIP:
                 skipped.add(name)
                 skip_bits |= bit
             elif code in _PREFILTER_STOPS:          # rejected, or an error
+                if spec_skipped:
+                    # the plugins after it were never asked: no Skip of theirs
+                    skipped.difference_update(n for b, n in spec_skips if b > bit)
                 return st.with_plugin(name), skipped
             if names_ is not None:
                 node_names = names_ if node_names is None else node_names & names_
                 restricted_by.append(name)
-        score_bits = 0
-        for p, pre_score, bit in self._score_steps:
-            if pre_score is None or pre_score(ctx).code != _SKIP:
+        for pre_score, bit in pre_scores:
+            if pre_score(ctx).code != _SKIP:
                 score_bits |= bit
         parts = self._plan_parts.get((skip_bits, score_bits)) if self.keep_plan_parts else None
         if parts is None:
@@ -480,6 +514,41 @@ class Framework:
             q = self._masked_query(q, masks, mask_keys, state)
         return CyclePlan(q, skipped, node_names, restricted_by, active, norm, weights,
                          active_plugins, host_filters, host_scores, masks), skipped
+
+    def _spec_calls(self, pod: PodRecord) -> tuple:
+        """The PreFilter and PreScore calls ``pod``'s class makes under this
+        profile, and what the plugins answered from its spec
+        (``SpecAnswerPlugin``), kept in the class's memo: (the PreFilter
+        steps to call, in profile order; the skip mask of those answered
+        Skip, their names, and (bit, name) of each; the (PreScore, bit) to
+        call; the scoring mask of the score plugins without a PreScore or
+        answered Success).  A PreFilter answered Success is left out as if
+        called (no names, nothing kept)."""
+        prefilters, names_, skips = [], [], []
+        skip_bits = 0
+        for step, answer in zip(self._prefilter_steps, self._prefilter_answers):
+            code = answer(pod, PRE_FILTER) if answer is not None else None
+            if code == _SKIP:
+                skip_bits |= step[2]
+                names_.append(step[1])
+                skips.append((step[2], step[1]))
+            elif code != _SUCCESS:
+                prefilters.append(step)
+        pre_scores = []
+        score_bits = 0
+        for (_p, pre_score, bit), answer in zip(self._score_steps, self._score_answers):
+            if pre_score is None:
+                score_bits |= bit
+                continue
+            code = answer(pod, PRE_SCORE) if answer is not None else None
+            if code == _SUCCESS:
+                score_bits |= bit
+            elif code != _SKIP:
+                pre_scores.append((pre_score, bit))
+        got = (tuple(prefilters), skip_bits, frozenset(names_), tuple(skips),
+               tuple(pre_scores), score_bits)
+        pod.memo[self._spec_calls_key] = got
+        return got
 
     def _assemble_plan(self, skipped: set, score_bits: int) -> tuple:
         """What the PreFilters that skipped (``skipped``, before the node

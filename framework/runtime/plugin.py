@@ -8,7 +8,8 @@ an [M] int64 array of node rows of ``ctx.state`` in evaluation order.
 The loop and the preemption evaluator never name a plugin: what a plugin can
 do beyond its extension points it offers through the capability protocols at
 the end of this module (``PodIndependentWhen``, ``CountProbePlugin``,
-``SignPlugin``, ``RunSafePlugin``, ``RunReservePlugin``).
+``SignPlugin``, ``RunSafePlugin``, ``RunReservePlugin``,
+``SpecAnswerPlugin``).
 """
 
 from __future__ import annotations
@@ -210,6 +211,27 @@ class FusedScore(ABC):
 
 
 # ---------------------------------------------------------------- capabilities
+#: the extension points a ``SpecAnswerPlugin`` answers for
+PRE_FILTER = "preFilter"
+PRE_SCORE = "preScore"
+
+
+@runtime_checkable
+class SpecAnswerPlugin(Protocol):
+    """A PreFilter / PreScore plugin that can tell from a pod's spec alone,
+    whatever the cluster holds, what that call returns for the pod:
+    ``spec_answer(pod, point)`` (point ``PRE_FILTER`` or ``PRE_SCORE``)
+    returns ``Code.SKIP`` or ``Code.SUCCESS`` where the call would return
+    that code (a PreFilter: with no node names) and do nothing else (no
+    ``CycleContext.data``, nothing the plugin keeps), else None.  It reads
+    the pod's spec and the plugin's own arguments only, so the framework
+    keeps the answers per pod class (``PodRecord.memo``) and leaves out
+    the calls answered: a pod without host ports, volumes or node
+    constraints calls only the plugins with work for it."""
+
+    def spec_answer(self, pod: PodRecord, point: str) -> Any: ...
+
+
 @runtime_checkable
 class PodIndependentWhen(Protocol):
     """A host filter that, for some pods, passes every node whatever pods run

@@ -1,8 +1,10 @@
 """The one-at-a-time cycle's kept work leaves what the slow way leaves:
 the plan parts kept per (skip, scoring) masks (``Framework.keep_plan_parts``),
 the sum-room bound that spares ``add_pod`` its exact int64 check
-(``ClusterState.bound_sum_room``) and the binding points left out for a
-pod whose plugins there are all run-safe (``BindingCycle.quiet_bindings``).
+(``ClusterState.bound_sum_room``), the binding points left out for a
+pod whose plugins there are all run-safe (``BindingCycle.quiet_bindings``)
+and the PreFilter / PreScore calls answered from the pod's spec
+(``Framework.call_every_plugin``).
 Random clusters and pods of several shapes (node selectors, host ports,
 preferred node affinity, anti-affinity, pods that fit nowhere), one cycle
 per pod, with and without a subscriber: the outcomes, every event, the
@@ -82,7 +84,9 @@ def _play(nodes, pods, seed: int, fast: bool, listen: bool) -> dict:
         sched.subscribe("*", lambda e: events.append(tuple(sorted(
             (k, tuple(v) if isinstance(v, list) else v) for k, v in e.items()))))
     for p in pods:
-        sched.cluster.framework_for(sched.cluster.resolve(p), "numba").keep_plan_parts = fast
+        fw = sched.cluster.framework_for(sched.cluster.resolve(p), "numba")
+        fw.keep_plan_parts = fast
+        fw.call_every_plugin = not fast
     out, preemptions = sched.schedule_pending(pods)
     metrics = sched.metrics()
     metrics.pop("stage_seconds")
