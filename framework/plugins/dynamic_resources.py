@@ -61,7 +61,7 @@ from tensorsched.framework.runtime.cluster_events import (
     POD_UPDATE,
     RESOURCE_CLAIM_UPDATE,
 )
-from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, PRE_SCORE, Plugin
+from tensorsched.framework.runtime.plugin import NORMALIZE_DEFAULT, Plugin
 from tensorsched.framework.runtime.status import SKIP, Code, Status
 from tensorsched.framework.state.dra_allocator import AllocationError, DraFeatures
 from tensorsched.framework.state.dra_search import features_of_gates
@@ -647,15 +647,6 @@ class DynamicResources(Plugin):
             Code.UNSCHEDULABLE, ("still not schedulable",), NAME))
 
     # ------------------------------------------------------------ Score
-    def spec_answer(self, pod, point):
-        """``SpecAnswerPlugin``: PreScore skips a pod with nothing DRA may
-        serve (its cycle's PreFilter, which runs before, forgot any cycle
-        kept under its key, and only PreFilter keeps one); PreFilter is
-        always called (it forgets that cycle)."""
-        if point == PRE_SCORE and not self._may_need(pod):
-            return Code.SKIP
-        return None
-
     def pre_score(self, ctx) -> Status:
         cyc = self._cycles.get(ctx.pod.key)
         if cyc is None or not any(cyc.claims[i].record.requests and any(

@@ -159,8 +159,8 @@ def test_a_schedule_equals_calling_every_plugin(case, seed):
 
 def test_the_answered_calls_are_left_out():
     """A plain pod's class calls only the PreFilters and PreScores whose
-    answers read the cluster (PodTopologySpread's and InterPodAffinity's,
-    DynamicResources' PreFilter); one with host ports too (NodePorts' PreFilter
+    answers read the cluster or keep something (PodTopologySpread's,
+    InterPodAffinity's, DynamicResources'); one with host ports too (NodePorts' PreFilter
     passes it without being called)."""
     nodes = [node_dict(f"n{i}", labels={"zone": f"z{i % 2}"}) for i in range(4)]
     pods = [_pod(f"p{k}", 0, k) for k in range(6)] + [_pod("ports", 3, 9)]
@@ -187,10 +187,10 @@ def test_the_answered_calls_are_left_out():
                 ("preFilter", "NodeVolumeLimits"), ("preFilter", "VolumeBinding"),
                 ("preFilter", "VolumeZone"), ("preScore", "TaintToleration"),
                 ("preScore", "NodeAffinity"), ("preScore", "NodeResourcesFit"),
-                ("preScore", "NodeResourcesBalancedAllocation"),
-                ("preScore", "DynamicResources")}
+                ("preScore", "NodeResourcesBalancedAllocation")}
     assert not called & left_out
     assert {k[:2] for k in calls if k[2]} == {k[:2] for k in calls if not k[2]}
     assert calls[("preFilter", "InterPodAffinity", False)] == 6
     assert calls[("preScore", "PodTopologySpread", False)] == 6
     assert calls[("preFilter", "DynamicResources", False)] == 6
+    assert calls[("preScore", "DynamicResources", False)] == 6
