@@ -59,7 +59,7 @@ from functools import partial
 
 import pyarrow as pa
 
-from tensorsched.framework.arguments import Arguments, shown
+from tensorsched.framework.arguments import MAX_LISTED_PODS, MAX_OBJECTS, Arguments, shown
 from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.parsing.manifests import (
     load_objects,
@@ -174,7 +174,7 @@ class Simulation:
             cluster = args.path("cluster", cluster)
         elif not isinstance(cluster, Cluster):
             cluster = args.sequence("cluster", cluster, items="object dicts (or a Cluster, "
-                                    "or a path of manifests)")
+                                    "or a path of manifests)", limit=MAX_OBJECTS)
         if not isinstance(cluster, Cluster):
             check_cluster_inputs(args, [], config, registry)
         backend, seed = args.backend(backend), args.seed(seed)
@@ -282,6 +282,10 @@ class Simulation:
         their ``departure`` / after their ``duration``.  Returns the number
         of pods submitted."""
         if isinstance(pods, (pa.Table, pa.RecordBatch, Trace)):
+            if not isinstance(pods, Trace):
+                templates = Arguments("Simulation.submit").sequence(
+                    "templates", templates, item="a pod spec", items="pod specs",
+                    optional=True, limit=MAX_LISTED_PODS)
             trace = pods if isinstance(pods, Trace) else trace_from_table(pods, templates)
             offset = 0.0 if at is None else self._when(at, "submit")
             if trace.arrival[0] + offset < self.clock.now():
@@ -298,7 +302,7 @@ class Simulation:
         if isinstance(pods, (dict, PodRecord)):
             pods = [pods]
         pods = args.sequence("pods", pods, items="Pod dicts or PodRecords (or a trace: an "
-                             "Arrow table or read_trace's Trace)")
+                             "Arrow table or read_trace's Trace)", limit=MAX_LISTED_PODS)
         t = self._when(at, "submit")
         duration = args.number("duration", duration, 0.0, MAX_SECONDS, optional=True,
                                unit="seconds")

@@ -178,6 +178,32 @@ def test_an_event_refused_in_a_run_stays_due_and_changes_nothing():
     assert sim.run()["arrived"] == 5    # a, dup, then b and dup again, c
 
 
+@pytest.mark.timeout(30)
+def test_endless_generators_are_refused_not_listed(monkeypatch):
+    # submit(itertools.repeat(pod)) listed pods until the machine ran out of
+    # memory; now at most the bound plus one is read, then refused naming the
+    # argument, nothing changed (the objects' bound of ten million made a
+    # thousand here: listing ten million takes a second)
+    import itertools
+
+    from tensorsched.framework.arguments import MAX_LISTED_PODS
+    from tensorsched.framework.simulation import simulation as simulation_module
+    monkeypatch.setattr(simulation_module, "MAX_OBJECTS", 1000)
+    with pytest.raises(ArgumentError, match="^Simulation: cluster: at most 1,000 object dicts "
+                       r"\(or a Cluster, or a path of manifests\), got more$"):
+        Simulation(itertools.repeat(node_dict("n0")), backend="numpy")
+    sim = Simulation(nodes(1), backend="numpy", interval=None)
+    before = sim.digest()
+    with pytest.raises(ArgumentError, match=f"^Simulation.submit: pods: at most "
+                       f"{MAX_LISTED_PODS:,} Pod dicts or PodRecords"):
+        sim.submit(itertools.repeat(pod_dict("p")))
+    with pytest.raises(ArgumentError, match=f"^Simulation.submit: templates: at most "
+                       f"{MAX_LISTED_PODS:,} pod specs, got more$"):
+        sim.submit(pa.table({"name": ["a"], "arrival": [0.0], "template": [0]}),
+                   templates=itertools.repeat(pod_dict("t")))
+    assert sim.digest() == before and len(sim.agenda) == 0 and sim.snapshot().num_rows == 1
+
+
 def test_a_pod_given_twice_in_one_submit_is_refused_at_the_call():
     sim = Simulation([node_dict("n0")], backend="numpy", interval=None)
     before = sim.digest()
