@@ -65,10 +65,11 @@ decision is returned by ``reset`` as final (pod zeros, empty mask): a
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 import numpy as np
@@ -291,10 +292,12 @@ class SchedulingEnv(gym.Env):
                                unit="seconds")
         args.callback("setup", setup, optional=True)
         args.flag("scores", scores)
-        self._cluster = cluster
-        self._config = config
-        self._trace = trace
-        self._templates = templates
+        # the caller's dicts as they are now: changed later (between resets),
+        # they would make later episodes another environment's
+        self._cluster = cluster if callable(cluster) else copy.deepcopy(cluster)
+        self._config = copy.deepcopy(config) if isinstance(config, Mapping) else config
+        self._trace = copy.deepcopy(trace) if isinstance(trace, (list, dict)) else trace
+        self._templates = copy.deepcopy(templates)
         self._setup = setup
         self._backend = backend
         self._seed = seed

@@ -361,3 +361,31 @@ def test_endless_generators_are_refused_not_listed(monkeypatch):
     with pytest.raises(ArgumentError, match=r"^SchedulingEnv: trace\(rng\): at most "):
         env.reset()
     env.close()
+
+
+def test_dicts_changed_after_construction_change_no_episode():
+    # the environment keeps what it was given: a script that reuses (or
+    # changes) its dicts between resets does not change later episodes
+    objects = nodes(3)
+    pods = [pod_dict(f"w{i}", cpu="1500m") for i in range(6)]
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1",
+              "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"schedulerName": "default-scheduler"}]}
+    env = SchedulingEnv(objects, pods, config=config, backend="numpy", interval=None)
+    before = play(env, first_feasible, seed=5)
+    for o in objects:
+        o["status"]["allocatable"]["cpu"] = "64"
+        o["status"]["capacity"]["cpu"] = "64"
+    objects.append(node_dict("extra", cpu="64", memory="64Gi"))
+    for p in pods:
+        p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "10m"
+    pods.append(pod_dict("late"))
+    config["profiles"][0]["schedulerName"] = "other"
+    for _ in range(2):
+        after = play(env, first_feasible, seed=5)
+        assert len(after[0]) == len(before[0])
+        for x, y in zip(before[0], after[0]):
+            for k in x:
+                np.testing.assert_array_equal(x[k], y[k])
+        assert after[1:] == before[1:]
+    env.close()
