@@ -78,7 +78,7 @@ from types import SimpleNamespace
 import numpy as np
 import pyarrow as pa
 
-from tensorsched.framework.arguments import Arguments
+from tensorsched.framework.arguments import MAX_OBJECTS, Arguments
 from tensorsched.framework.capacity.batch_probe import BatchProfileError, LocalProber
 from tensorsched.framework.capacity.common import bound_pods
 from tensorsched.framework.config.kube_config import load_config
@@ -207,11 +207,18 @@ def _queued(cl):
     return [p for p in pending if p.scheduler_name in names], len(pending)
 
 
+def _objects(function: str, objects) -> list:
+    """``objects`` (manifests) as a list, read through ``function``'s
+    argument check: an endless generator is refused, not listed."""
+    return Arguments(function).sequence("objects", objects, items="object dicts",
+                                        limit=MAX_OBJECTS)
+
+
 def trace_setup(objects, config, trace, scenario=None) -> TraceSetup:
     """The checks and inputs of ``trace_runs`` (module doc); ``scenario``
     (a ``Scenario``) its node steps as the kernel's node events
     (``sweep_events``)."""
-    objects = list(objects)
+    objects = _objects("trace_setup", objects)
     trace = scenario_trace(trace, scenario)     # its created pods among the trace's rows
     cl = build_cluster(copy.deepcopy(objects), copy.deepcopy(config))
     # the manifests' pending pods arrive at time 0 and stay; those of no
@@ -335,7 +342,7 @@ def trace_runs(objects, config, trace, seeds, threads: int | None = None) -> lis
     KubeSchedulerConfiguration dict, None: the default) fed ``trace`` (a
     ``Trace``), once per seed, as one call; raises ``BatchProfileError``
     when not covered (module doc)."""
-    s = trace_setup(objects, config, trace)
+    s = trace_setup(_objects("trace_runs", objects), config, trace)
     return run_setups([s], [seeds], threads)[0]
 
 

@@ -21,12 +21,22 @@ from itertools import islice, repeat
 from tensorsched.framework.errors import ArgumentError
 from tensorsched.kernels.backend_names import BACKENDS
 
-__all__ = ["Arguments", "MAX_ITEMS", "MAX_SEED", "shown"]
+__all__ = ["Arguments", "MAX_ITEMS", "MAX_LISTED_PODS", "MAX_OBJECTS", "MAX_SEED", "shown"]
 
 MAX_SEED = (1 << 63) - 1          # the CLI's --seed bound: any int64 >= 0
 # ``items``' bound: the CLI's seeds in one sweep (topology/openb/limits.MAX_SEEDS,
 # kept equal by a test; that module stays free of this one's imports)
 MAX_ITEMS = 10_000
+# A cluster's objects (build_cluster, Simulation, SchedulingEnv): Kubernetes'
+# scalability bounds (5,000 nodes, 150,000 pods) keep a real dump far under a
+# million objects; ten million is never one, and is refused having read no more
+# (an endless generator of objects is never listed).
+MAX_OBJECTS = 10_000_000
+# The pod dicts one call lists (Simulation.submit's pods, a trace's templates,
+# SchedulingEnv's pods): expand_workloads' bound (parsing/controllers.
+# MAX_EXPANDED_PODS, kept equal by a test); more pods come as a trace, read
+# row by row.
+MAX_LISTED_PODS = 1_000_000
 
 
 def shown(value) -> str:

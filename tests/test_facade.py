@@ -86,3 +86,26 @@ def test_importing_the_kernels_does_not_load_the_framework():
             "print(any(m.startswith('tensorsched.framework') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.timeout(30)
+def test_an_endless_generator_of_objects_is_refused_not_listed(monkeypatch):
+    # build_cluster(<endless generator>) listed objects until the machine ran
+    # out of memory; now at most the bound plus one is read, then refused
+    # naming the argument (its bound of ten million made a thousand here:
+    # listing ten million takes a second)
+    import itertools
+
+    from tensorsched.framework.arguments import MAX_LISTED_PODS, MAX_OBJECTS
+    from tensorsched.framework.parsing.controllers import MAX_EXPANDED_PODS
+    from tensorsched.framework.scheduler import cluster as cluster_module
+    from tensorsched.generators.clusters import node_dict, pod_dict
+    assert MAX_OBJECTS == 10_000_000 and MAX_LISTED_PODS == MAX_EXPANDED_PODS
+    monkeypatch.setattr(cluster_module, "MAX_OBJECTS", 1000)
+    with pytest.raises(ts.ArgumentError, match="^build_cluster: objects: at most 1,000 object "
+                       r"dicts \(load_manifests\), got more$"):
+        ts.build_cluster(itertools.repeat(node_dict("n0")))
+    with pytest.raises(ts.ArgumentError, match="^explain: objects: at most 1,000 "):
+        ts.explain(itertools.repeat(node_dict("n0")), pod_dict("p"))
+    assert len(ts.build_cluster([node_dict(f"n{i}") for i in range(1000)]).state.node_rows) \
+        == 1000                                 # the bound itself passes

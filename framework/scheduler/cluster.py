@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from tensorsched.framework.arguments import Arguments
+from tensorsched.framework.arguments import MAX_OBJECTS, Arguments
 from tensorsched.framework.config.kube_config import SchedulerConfig, load_config
 from tensorsched.framework.config.plugin_args import FEATURE_GATES, DynamicResourcesArgs
 from tensorsched.framework.errors import StateError
@@ -109,7 +109,8 @@ def check_cluster_inputs(args: Arguments, objects, config, registry=None):
     ``registry`` as ``build_cluster`` takes them, checked in the name of
     ``args``'s function; ``objects`` as a list."""
     if not isinstance(objects, Objects):
-        objects = args.sequence("objects", objects, items="object dicts (load_manifests)")
+        objects = args.sequence("objects", objects, items="object dicts (load_manifests)",
+                                limit=MAX_OBJECTS)
     args.instance("config", config, (Mapping, str, os.PathLike, SchedulerConfig),
                   "a KubeSchedulerConfiguration (a dict or a path) or None", optional=True)
     args.instance("registry", registry, Registry, "a Registry (default_registry()) or None",

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .agenda import PRIO_ARRIVE, PRIO_LEAVE
+from .lifetimes import Lifetimes
 from .trace import Trace
 
 CHUNK = 4096                   # trace rows made into pod records at a time
@@ -29,17 +30,18 @@ class TraceArrivals:
     What it feeds: ``push(t, prio, kind, payload)`` schedules an event on
     the ``agenda`` (whose head, the trace arrival, a block takes) (a
     trace's next arrival: kind "trace" with the trace's index; a departure:
-    "depart" with the pod key); ``add_pods(records, duration)`` makes pods
-    arrive now, one at a time; ``pending``: pod key -> arrival time of the
-    pods waiting to bind; ``durations``: pod key -> seconds it stays once
-    bound.  For blocks: the ``cluster``, its ``scheduler`` (whose
-    ``scheduler_event`` handler the block's events bypass), the ``series``
-    (counted in bulk), ``arrived(key)`` (the Arrived event of one pod, or
-    None when nobody listens) and ``min_block``."""
+    "depart" with the pod key and the serial ``lifetimes`` gives the pod);
+    ``add_pods(records, duration)`` makes pods arrive now, one at a time;
+    ``pending``: pod key -> arrival time of the pods waiting to bind;
+    ``durations``: pod key -> seconds it stays once bound.  For blocks:
+    the ``cluster``, its ``scheduler`` (whose ``scheduler_event`` handler
+    the block's events bypass), the ``series`` (counted in bulk),
+    ``arrived(key)`` (the Arrived event of one pod, or None when nobody
+    listens) and ``min_block``."""
 
     def __init__(self, *, agenda, push: Callable, add_pods: Callable, pending: dict, durations: dict,
                  cluster, scheduler, scheduler_event: Callable, series, clock,
-                 min_block: int = MIN_BLOCK) -> None:
+                 min_block: int = MIN_BLOCK, lifetimes: Lifetimes | None = None) -> None:
         self._agenda = agenda
         self._push = push
         self._add_pods = add_pods
@@ -51,6 +53,7 @@ class TraceArrivals:
         self._series = series
         self._clock = clock
         self.min_block = min_block
+        self.lifetimes = lifetimes if lifetimes is not None else Lifetimes()
         self._traces: list[Trace | None] = []     # None once every row arrived
         self._cursor: list[int] = []
         self._offset: list[float] = []
@@ -107,19 +110,24 @@ class TraceArrivals:
             np.searchsorted(arr, t, side="right"))
         recs = self.records(i, start, stop)
         dep, dur = trace.departure, trace.duration
+        # the pods first: a departure carries the serial of the pod that
+        # arrived (an arrival refused adds neither)
+        self._add_pods(recs, None)
+        of = self.lifetimes.of
         if stop == nxt:
             # one row (the usual case): scalar NaN tests (NaN != NaN)
             d = dep[start]
             if d == d:
-                self._push(d + off, PRIO_LEAVE, "depart", recs[0].key)
+                key = recs[0].key
+                self._push(d + off, PRIO_LEAVE, "depart", (key, of(key)))
             d = dur[start]
             timed = (0,) if d == d else ()
         else:
             # rows without a departure / duration (NaN) skipped at once
             for r in np.flatnonzero(~np.isnan(dep[start:stop])).tolist():
-                self._push(dep[start + r] + off, PRIO_LEAVE, "depart", recs[r].key)
+                key = recs[r].key
+                self._push(dep[start + r] + off, PRIO_LEAVE, "depart", (key, of(key)))
             timed = np.flatnonzero(~np.isnan(dur[start:stop])).tolist()
-        self._add_pods(recs, None)
         if timed:
             now = self._clock.now()
             for r in timed:
@@ -127,7 +135,7 @@ class TraceArrivals:
                 if rec.key in self._pending:
                     self._durations[rec.key] = float(d)
                 elif rec.key in self._cluster.state.pods:
-                    self._push(now + d, PRIO_LEAVE, "depart", rec.key)
+                    self._push(now + d, PRIO_LEAVE, "depart", (rec.key, of(rec.key)))
         self._cursor[i] = stop
         if stop < len(trace):
             self._push(arr[stop] + off, PRIO_ARRIVE, "trace", i)
@@ -229,6 +237,8 @@ class TraceArrivals:
         win["failed_attempts"] += done - placed
         self._series.latencies.extend([0.0] * placed)        # bound at their arrival
         pending = self._pending
+        lifetimes = self.lifetimes
+        lifetimes.arrived_all(r.key for r in recs[:done])
         for j in np.flatnonzero(rows < 0).tolist():
             pending[recs[j].key] = float(t[j])
         timed = np.flatnonzero(~np.isnan(dep[:done]) | ~np.isnan(dur)).tolist()
@@ -236,13 +246,14 @@ class TraceArrivals:
         for j in timed:             # in arrival order, as one arrival at a time pushes them
             key = recs[j].key
             if dep[j] == dep[j]:
-                self._push(float(dep[j]), PRIO_LEAVE, "depart", key)
+                self._push(float(dep[j]), PRIO_LEAVE, "depart", (key, lifetimes.of(key)))
             d = float(dur[j])
             if d == d:
                 if key in pending:                  # pending: leaves after it binds
                     self._durations[key] = d
                 elif key in state.pods:             # bound at its arrival
-                    self._push(float(t[j]) + d, PRIO_LEAVE, "depart", key)
+                    self._push(float(t[j]) + d, PRIO_LEAVE, "depart",
+                               (key, lifetimes.of(key)))
 
     def records(self, i: int, start: int, stop: int) -> list:
         """Records of rows start:stop of trace ``i``, made ``CHUNK`` rows

@@ -14,6 +14,7 @@ from tensorsched.framework.parsing.strict_fields import collect_unknown
 
 from .agenda import PRIO_LEAVE
 from .errors import SimulationError
+from .lifetimes import Lifetimes
 from .node_slices import drop_node_slices, load_slices
 
 
@@ -29,10 +30,11 @@ class ClusterChanges:
     time) and ``durations`` (pod key -> seconds bound) follow the pods
     waiting to bind; ``series`` counts arrivals and departures;
     ``listeners`` hear the simulation's events; ``push`` schedules a
-    departure."""
+    departure, carrying the serial ``lifetimes`` gives its pod (a departure
+    of a pod since replaced under its name does nothing)."""
 
     def __init__(self, *, cluster, scheduler, clock, pending: dict, durations: dict, series,
-                 listeners, push: Callable) -> None:
+                 listeners, push: Callable, lifetimes: Lifetimes | None = None) -> None:
         self._cluster = cluster
         self._scheduler = scheduler
         self._clock = clock
@@ -41,13 +43,16 @@ class ClusterChanges:
         self._series = series
         self._listeners = listeners
         self._push = push
+        self.lifetimes = lifetimes if lifetimes is not None else Lifetimes()
 
     def apply(self, kind: str, payload) -> None:
         """One event of the agenda (not a trace arrival: ``TraceArrivals``)."""
         if kind == "pods":
             self.add_pods(*payload)
         elif kind == "depart":
-            self.remove_pod(payload, "Departed", "left")
+            key, serial = payload
+            if self.lifetimes.current(key, serial):     # not a pod since replaced
+                self.remove_pod(key, "Departed", "left")
         elif kind == "delete":
             if not self.remove_pod(payload, "Deleted", "deleted"):
                 raise pod_not_found(payload, self._clock.now())
@@ -101,14 +106,16 @@ class ClusterChanges:
                 raise SimulationError(f"Pod {key}: submitted at {now:g}s while a pod of that "
                                       "name exists")
             seen.add(key)
+        lifetimes = self.lifetimes
         for rec in recs:
             key = rec.key
+            lifetimes.arrived(key)
             if not rec.node_name:
                 self._pending[key] = now
                 if duration is not None:
                     self._durations[key] = duration
             elif duration is not None:
-                self._push(now + duration, PRIO_LEAVE, "depart", key)
+                self._push(now + duration, PRIO_LEAVE, "depart", (key, lifetimes.of(key)))
             sched.add_pod(rec)
             if emit:
                 listeners.event("Arrived", key)
@@ -126,6 +133,7 @@ class ClusterChanges:
         node = state.node_name(state.pods.row_of(key)) \
             if bound and self._listeners.active else None
         sched.delete_pod(key)
+        self.lifetimes.ended(key)
         self._pending.pop(key, None)
         self._durations.pop(key, None)
         sched.outcomes.pop(key, None)

@@ -65,16 +65,17 @@ decision is returned by ``reset`` as final (pod zeros, empty mask): a
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 import numpy as np
 import pyarrow as pa
 
-from tensorsched.framework.arguments import Arguments
+from tensorsched.framework.arguments import MAX_LISTED_PODS, MAX_OBJECTS, Arguments
 from tensorsched.framework.parsing.manifests import load_objects
 from tensorsched.framework.scheduler.cluster import Cluster, build_cluster
 
@@ -272,15 +273,16 @@ class SchedulingEnv(gym.Env):
             cluster = load_objects(args.path("cluster", cluster))
         elif not callable(cluster):
             cluster = args.sequence("cluster", cluster, items="object dicts (or a path of "
-                                    "manifests, or a factory of a Cluster)")
+                                    "manifests, or a factory of a Cluster)", limit=MAX_OBJECTS)
         if isinstance(trace, (str, os.PathLike)):
             trace = args.path("trace", trace)
         elif trace is not None and not callable(trace) and not isinstance(
                 trace, (pa.Table, pa.RecordBatch, Trace, dict)):
             trace = args.sequence("trace", trace, items="Pod dicts (or a trace table, a Trace, "
-                                  "a path, or a function of the episode's generator)")
+                                  "a path, or a function of the episode's generator)",
+                                  limit=MAX_LISTED_PODS)
         templates = args.sequence("templates", templates, item="a pod spec", items="pod specs",
-                                  optional=True)
+                                  optional=True, limit=MAX_LISTED_PODS)
         backend, seed = args.backend(backend), args.seed(seed)
         max_nodes = args.integer("max_nodes", max_nodes, 1, MAX_NODES, optional=True)
         features = args.names("features", features, nonempty=True)
@@ -290,10 +292,12 @@ class SchedulingEnv(gym.Env):
                                unit="seconds")
         args.callback("setup", setup, optional=True)
         args.flag("scores", scores)
-        self._cluster = cluster
-        self._config = config
-        self._trace = trace
-        self._templates = templates
+        # the caller's dicts as they are now: changed later (between resets),
+        # they would make later episodes another environment's
+        self._cluster = cluster if callable(cluster) else copy.deepcopy(cluster)
+        self._config = copy.deepcopy(config) if isinstance(config, Mapping) else config
+        self._trace = copy.deepcopy(trace) if isinstance(trace, (list, dict)) else trace
+        self._templates = copy.deepcopy(templates)
         self._setup = setup
         self._backend = backend
         self._seed = seed
@@ -334,8 +338,12 @@ class SchedulingEnv(gym.Env):
     def _source(self):
         """What a new episode's Simulation is made of: a Cluster, or objects
         (then the Simulation builds it, and its snapshots carry them)."""
-        c = self._cluster() if callable(self._cluster) else self._cluster
-        return c if isinstance(c, Cluster) else list(c)
+        if not callable(self._cluster):
+            return list(self._cluster)
+        c = self._cluster()
+        return c if isinstance(c, Cluster) else Arguments("SchedulingEnv").sequence(
+            "cluster()", c, items="object dicts (or a Cluster) from the factory",
+            limit=MAX_OBJECTS)
 
     def _submit(self, sim: Simulation) -> None:
         tr = self._trace
@@ -349,7 +357,9 @@ class SchedulingEnv(gym.Env):
             if len(tr):                  # an empty trace: nothing arrives
                 sim.submit(tr, templates=self._templates)
         else:
-            pods = [tr] if isinstance(tr, dict) else list(tr)
+            pods = [tr] if isinstance(tr, dict) else Arguments("SchedulingEnv").sequence(
+                "trace(rng)", tr, items="Pod dicts (or a trace table, a Trace or a path)",
+                limit=MAX_LISTED_PODS)
             if pods:
                 sim.submit(pods)
 

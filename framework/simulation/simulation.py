@@ -14,9 +14,11 @@ time (its backoff, permit and termination timers fire on the way; a pod it
 binds that is due to leave sooner moves that limit down).  Bound pods with a
 departure (an absolute time, or a duration counted from the binding) leave
 then and free what they took; a pod still pending at its departure is
-deleted from the queue.  Sample times and ``step``/``run`` boundaries are
-not events: the scheduler's run paused there resumes as if never paused,
-so they change nothing that happens.
+deleted from the queue.  A departure belongs to the pod it was given with
+(``lifetimes``), not to its name: one that outlived its pod (deleted, and
+another submitted under the name) does nothing.  Sample times and
+``step``/``run`` boundaries are not events: the scheduler's run paused
+there resumes as if never paused, so they change nothing that happens.
 
 A trace is read row by row as the clock reaches it (``trace.Trace``): pod
 records exist only for pods that arrived and are still alive, and nothing
@@ -31,6 +33,7 @@ This module is the event drive and the calls that feed it; its
 collaborators, each in its own module: ``agenda.Agenda`` (the pending
 events), ``arrivals.TraceArrivals`` (traces and arrival blocks),
 ``changes.ClusterChanges`` (what an event does to the cluster),
+``lifetimes.Lifetimes`` (which pod a departure belongs to),
 ``listeners.Listeners`` (who hears the events), ``series.TimeSeries``
 (rows, totals, latencies) and ``snapshot`` (the Arrow form of the calls).
 
@@ -59,7 +62,7 @@ from functools import partial
 
 import pyarrow as pa
 
-from tensorsched.framework.arguments import Arguments, shown
+from tensorsched.framework.arguments import MAX_LISTED_PODS, MAX_OBJECTS, Arguments, shown
 from tensorsched.framework.errors import TensorschedError
 from tensorsched.framework.parsing.manifests import (
     load_objects,
@@ -86,6 +89,7 @@ from .arrivals import BLOCK_ROWS, CHUNK, FIRST_BLOCK_ROWS, MIN_BLOCK, TraceArriv
 from .changes import ClusterChanges, pod_not_found
 from .dra_series import DRA_BEFORE, dra_metrics, has_dra_objects
 from .errors import SimulationError
+from .lifetimes import Lifetimes
 from .listeners import Listeners
 from .node_slices import checked_slices
 from .scenario import Scenario, check_steps, load_scenario
@@ -174,7 +178,7 @@ class Simulation:
             cluster = args.path("cluster", cluster)
         elif not isinstance(cluster, Cluster):
             cluster = args.sequence("cluster", cluster, items="object dicts (or a Cluster, "
-                                    "or a path of manifests)")
+                                    "or a path of manifests)", limit=MAX_OBJECTS)
         if not isinstance(cluster, Cluster):
             check_cluster_inputs(args, [], config, registry)
         backend, seed = args.backend(backend), args.seed(seed)
@@ -226,15 +230,17 @@ class Simulation:
         self.listeners = Listeners(self.clock)
         self._pending: dict[str, float] = {}        # pending pod -> arrival time
         self._durations: dict[str, float] = {}      # pod with a duration -> seconds
+        # a departure leaves the pod it was scheduled for, not a later one of its name
+        self._lifetimes = Lifetimes()
         self.changes = ClusterChanges(
             cluster=self.cluster, scheduler=self.scheduler, clock=self.clock,
             pending=self._pending, durations=self._durations, series=self.series,
-            listeners=self.listeners, push=self._push)
+            listeners=self.listeners, push=self._push, lifetimes=self._lifetimes)
         self.arrivals = TraceArrivals(
             agenda=self.agenda, push=self._push, add_pods=self.changes.add_pods,
             pending=self._pending, durations=self._durations, cluster=self.cluster,
             scheduler=self.scheduler, scheduler_event=self._on_scheduler_event,
-            series=self.series, clock=self.clock, min_block=MIN_BLOCK)
+            series=self.series, clock=self.clock, min_block=MIN_BLOCK, lifetimes=self._lifetimes)
         self._arrived = partial(self.listeners.event, "Arrived")
         self._driving = False
         self._fresh = True            # an event was applied since the last drive
@@ -282,6 +288,10 @@ class Simulation:
         their ``departure`` / after their ``duration``.  Returns the number
         of pods submitted."""
         if isinstance(pods, (pa.Table, pa.RecordBatch, Trace)):
+            if not isinstance(pods, Trace):
+                templates = Arguments("Simulation.submit").sequence(
+                    "templates", templates, item="a pod spec", items="pod specs",
+                    optional=True, limit=MAX_LISTED_PODS)
             trace = pods if isinstance(pods, Trace) else trace_from_table(pods, templates)
             offset = 0.0 if at is None else self._when(at, "submit")
             if trace.arrival[0] + offset < self.clock.now():
@@ -298,7 +308,7 @@ class Simulation:
         if isinstance(pods, (dict, PodRecord)):
             pods = [pods]
         pods = args.sequence("pods", pods, items="Pod dicts or PodRecords (or a trace: an "
-                             "Arrow table or read_trace's Trace)")
+                             "Arrow table or read_trace's Trace)", limit=MAX_LISTED_PODS)
         t = self._when(at, "submit")
         duration = args.number("duration", duration, 0.0, MAX_SECONDS, optional=True,
                                unit="seconds")
@@ -451,7 +461,7 @@ class Simulation:
             self._window["scheduled"] += 1
             d = self._durations.pop(key, None)
             if d is not None:
-                self._push(now + d, PRIO_LEAVE, "depart", key)
+                self._push(now + d, PRIO_LEAVE, "depart", (key, self._lifetimes.of(key)))
         elif ev == "FailedScheduling":
             self._window["failed_attempts"] += 1
         elif ev == "Preempted":

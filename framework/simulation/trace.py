@@ -51,7 +51,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tensorsched.framework.arguments import Arguments
+from tensorsched.framework.arguments import MAX_LISTED_PODS, Arguments
 from tensorsched.framework.errors import ManifestError, TensorschedError
 from tensorsched.framework.parsing.manifests import INT32_MAX, INT32_MIN
 from tensorsched.framework.parsing.meta import (
@@ -202,7 +202,7 @@ def read_trace(path, templates=None) -> Trace:
     args = Arguments("read_trace")
     source = args.path("path", path)
     templates = args.sequence("templates", templates, item="a pod spec", items="pod specs",
-                              optional=True)
+                              optional=True, limit=MAX_LISTED_PODS)
     ext = os.path.splitext(source)[1].lower()
     if not os.path.exists(source):
         raise TraceError(source, "", "no such file")
@@ -248,6 +248,9 @@ def _check_annotations(col: pa.MapArray, where) -> None:
 
 def trace_from_table(table, templates=None, *, source: str = "trace table") -> Trace:
     """Validate an Arrow table (or record batch) of the trace schema."""
+    templates = Arguments("trace_from_table").sequence(
+        "templates", templates, item="a pod spec", items="pod specs", optional=True,
+        limit=MAX_LISTED_PODS)
     if isinstance(table, pa.RecordBatch):
         table = pa.Table.from_batches([table])
     if not isinstance(table, pa.Table):
@@ -307,7 +310,7 @@ def trace_from_table(table, templates=None, *, source: str = "trace table") -> T
                         else pa.array(times[c], mask=np.isnan(times[c])) if c in times
                         else cols[c]) for c in names})
     origin = np.arange(n, dtype=np.int64)
-    trace = Trace(out, source, origin, False, list(templates) if templates is not None else None)
+    trace = Trace(out, source, origin, False, templates)
     return _finish(trace)
 
 

@@ -268,6 +268,15 @@ def test_refused_pod_steps_name_their_field(tmp_path):
         with pytest.raises(BatchProfileError, match=r"^scenario: steps\[0\]\.create \(create "
                                                     r"Pod\)"):
             ts.simulate_batch(nodes, pods, ["FGD"], scenario={"steps": [{"at": 1, "create": o}]})
+    # a pod deleted and created again (its first lifetime's departure must not
+    # end the second: the per-run Simulation's rule) is refused by name
+    again = [{"at": 1, "create": _pod("d"), "duration": 50},
+             {"at": 10, "delete": {"kind": "Pod", "name": "d"}},
+             {"at": 20, "create": _pod("d")}]
+    with pytest.raises(BatchProfileError, match=r"^scenario: steps\[2\]\.create \(create "
+                                                r"Pod\): pod default/d named as another pod "
+                                                r"\(or created again\)"):
+        ts.simulate_batch(nodes, pods, ["FGD"], scenario={"steps": again})
     # (a delete after the pod may have left runs: its run raises the
     # Simulation's error where it had: test_openb_preempt_deletes)
     # a trace pod is not submitted when the Simulation takes the scenario:

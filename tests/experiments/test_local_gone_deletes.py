@@ -92,6 +92,29 @@ def test_a_delete_of_a_pod_gone_before_it(tmp_path, steps, missed):
     assert str(batched.value) == str(per_job.value) and msg in str(per_job.value)
 
 
+def test_a_pod_deleted_and_created_again_goes_per_run_and_keeps_its_own_lifetime(tmp_path):
+    """dup is created at 2 s to stay 50 s once bound, deleted at 10 s and
+    created again at 20 s (no duration): the engine refuses the name used
+    twice (the batched call names the step, the sweep takes the per-run
+    path), and there the first dup's departure at 52 s leaves the second
+    alone (a pod's lifetime is its object's, not its name's)."""
+    from tensorsched.framework.capacity.batch_probe import BatchProfileError
+    objs = [node_dict("n0", cpu="4", memory="8Gi"), node_dict("n1", cpu="2", memory="4Gi")]
+    steps = [{"at": 2, "create": pod_dict("dup", cpu="1", memory="1Gi"), "duration": 50},
+             {"at": 10, "delete": {"kind": "Pod", "name": "dup"}},
+             {"at": 20, "create": pod_dict("dup", cpu="2", memory="1Gi")}]
+    cluster, tr, cfg, sc = _write(tmp_path, objs, "name,arrival,cpu,memory\np0,0,500m,1Gi\n",
+                                  steps)
+    with pytest.raises(BatchProfileError, match=r"^steps\[0\]\.create \(create Pod\): pod "
+                       r"default/dup named as another pod \(or created again\)"):
+        ts.simulate_batch(cluster, [tr], [cfg], seeds=[0], scenario=sc)
+    jobs = S.make_jobs([tr], [0], configs=[cfg], cluster=cluster, scenario=sc, interval=60.0)
+    assert _batched(jobs)[1] == [0]
+    (row,) = _rows(jobs, True)
+    assert row == _rows(jobs, False)[0]
+    assert (row["running"], row["departed"], row["deleted"]) == (2, 0, 1)   # p0 and dup
+
+
 def _jobs(tmp_path, seed, n_nodes, n_pods, n_bound, n_steps, n_created, durations=True):
     cluster, trace, configs = write_inputs(tmp_path, seed, n_nodes, n_pods, n_bound,
                                            durations=durations)

@@ -280,3 +280,22 @@ def test_simulate_batch_on_manifests_equals_each_simulation(tmp_path, durations,
         assert got == bound and len(bound) > 5
     with pytest.raises(ts.ArgumentError, match="backend"):
         ts.simulate_batch(cluster, [trace], backend="numpy")
+
+
+@pytest.mark.timeout(30)
+def test_an_endless_generator_of_objects_is_refused_not_listed(tmp_path, monkeypatch):
+    # trace_runs(<endless generator>) listed objects until the machine ran out
+    # of memory; now at most the bound plus one is read (ten million made a
+    # thousand here: listing ten million takes a second)
+    import itertools
+
+    from tensorsched.framework.errors import ArgumentError
+    monkeypatch.setattr(SL, "MAX_OBJECTS", 1000)
+    trace = _trace(tmp_path, "name,arrival,cpu\np0,0,100m\n")
+    for function in ("trace_runs", "trace_setup"):
+        with pytest.raises(ArgumentError, match=f"^{function}: objects: at most 1,000 object "
+                           "dicts, got more$"):
+            if function == "trace_runs":
+                SL.trace_runs(itertools.repeat(node_dict("n0")), None, trace, [0])
+            else:
+                SL.trace_setup(itertools.repeat(node_dict("n0")), None, trace)

@@ -36,10 +36,12 @@ from tensorsched.topology.sim_metrics import trace_shapes, typical_shapes
 POLICIES = ("Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD")
 
 
-def _run(objs, cfg, trace, *, batch, interval=None, extra=(), seed=3, **options):
+def _run(objs, cfg, trace, *, batch, interval=None, extra=(), delete=(), seed=3, **options):
     sim = Simulation(objs, cfg, "numba", seed, interval=interval, registry=experiment_registry(),
                      batch=batch, **options)
     sim.submit(trace)
+    for name, at in delete:
+        sim.delete(name, at=at)
     for pods, at in extra:
         sim.submit(pods, at=at)
     events = []
@@ -296,3 +298,28 @@ def test_a_stretch_too_short_for_a_block_takes_its_cycles(tmp_path, policy):
                 assert sched.runs.short_heads == 300 and not sched.run_lengths
             else:
                 assert sched.runs.short_heads < 4 and max(sched.run_lengths) >= 36
+
+
+def test_a_departure_from_a_block_leaves_only_the_pod_it_was_scheduled_for():
+    """Pod ``dup`` arrives in a block with a departure at 52 s, is deleted at
+    10 s and created again at 20 s: the departure does nothing to the new
+    pod (a pod's lifetime is its object's, not its name's), as one arrival
+    at a time."""
+    objs = openb_node_objects(R.read_openb_nodes(NODES))[:4]
+    cfg = openb_config("BestFit")
+    rows = 12
+    trace = pa.table({"name": ["dup" if i == 2 else f"t{i}" for i in range(rows)],
+                      "arrival": [float(i) for i in range(rows)],
+                      "departure": pa.array([52.0 if i == 2 else None for i in range(rows)],
+                                            pa.float64()),
+                      "cpu": [100] * rows, "memory": [1 << 20] * rows})
+    again = _gpu_pod("dup", 200)
+    with patch.object(SM, "MIN_BLOCK", 1):
+        a, sim = _run(objs, cfg, trace, batch=True, extra=[([again], 20.0)],
+                      delete=[("dup", 10.0)])
+    b, _ = _run(objs, cfg, trace, batch=False, extra=[([again], 20.0)], delete=[("dup", 10.0)])
+    _same(a, b)
+    assert sim.scheduler.block_pods > 0
+    assert "default/dup" in a["placed"] and a["summary"]["departed"] == 0
+    assert not [e for e in a["events"] if e["pod"] == "default/dup" and e["time"] > 20
+                and e["event"] in ("Departed", "Deleted")]

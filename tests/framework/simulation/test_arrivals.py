@@ -54,7 +54,8 @@ def test_rows_arrive_by_time_with_departures_and_durations():
     agenda.pop()
     arr.arrive(0)
     assert added == [["default/a"]]
-    assert sorted(agenda) == [(13.0, "trace", 0), (14.0, "depart", "default/a")]
+    assert sorted(agenda) == [(13.0, "trace", 0),
+                              (14.0, "depart", ("default/a", arr.lifetimes.of("default/a")))]
     assert agenda.pop() == ("trace", 0)
     arr.arrive(0)                                   # b and c share their arrival time
     assert added[-1] == ["default/b", "default/c"] and durations == {"default/b": 6.0}

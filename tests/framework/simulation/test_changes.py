@@ -46,7 +46,8 @@ def test_pods_arrive_pending_or_bound(world):
                      30.0)
     assert pending == {"default/p": 5.0} and durations == {"default/p": 30.0}
     assert "default/p" in sched.queue and "default/q" in cluster.state.pods
-    assert pushed == [(35.0, 0, "depart", "default/q")]     # bound now: leaves in 30 s
+    # bound now: leaves in 30 s, the departure carrying q's serial
+    assert pushed == [(35.0, 0, "depart", ("default/q", changes.lifetimes.of("default/q")))]
     assert [e["pod"] for e in events] == ["default/p", "default/q"]
     assert series.window["arrived"] == 2
     with pytest.raises(SimulationError, match="Pod default/p: submitted at 5s while a pod"):
@@ -56,8 +57,9 @@ def test_pods_arrive_pending_or_bound(world):
 def test_departures_deletions_and_unknown_pods(world):
     changes, cluster, sched, pending, durations, pushed, events, series = world
     changes.add_pods([pod_from(pod_dict("p"))], None)
-    changes.apply("depart", "default/a")
-    changes.apply("depart", "default/p")              # still pending: deleted instead
+    changes.apply("depart", ("default/a", changes.lifetimes.of("default/a")))
+    # still pending: deleted instead
+    changes.apply("depart", ("default/p", changes.lifetimes.of("default/p")))
     assert "default/a" not in cluster.state.pods and "default/p" not in sched.queue
     assert [(e["event"], e["pod"], e["node"], e["message"]) for e in events[1:]] == [
         ("Departed", "default/a", "n0", "left"),
@@ -66,6 +68,23 @@ def test_departures_deletions_and_unknown_pods(world):
     assert changes.remove_pod("default/nope", "Deleted", "deleted") is False
     with pytest.raises(SimulationError, match=r"Pod default/nope: not found \(NotFound\)"):
         changes.apply("delete", "default/nope")
+
+
+def test_a_departure_leaves_only_the_pod_it_was_scheduled_for(world):
+    # a pod's lifetime is the pod object's (its UID), not its name's: the
+    # departure of a pod deleted and created again does nothing to the new one
+    changes, cluster, sched, pending, durations, pushed, events, series = world
+    changes.add_pods([pod_from(pod_dict("q", spec={"nodeName": "n1"}))], 30.0)
+    (_, _, _, old), = pushed
+    assert changes.remove_pod("default/q", "Deleted", "deleted")
+    changes.add_pods([pod_from(pod_dict("q", spec={"nodeName": "n1"}))], None)
+    changes.apply("depart", old)
+    assert "default/q" in cluster.state.pods and series.window["departed"] == 0
+    assert [e["event"] for e in events] == ["Arrived", "Deleted", "Arrived"]
+    changes.add_pods([pod_from(pod_dict("r", spec={"nodeName": "n1"}))], 10.0)
+    changes.apply("depart", pushed[-1][3])          # its own departure still applies
+    assert "default/r" not in cluster.state.pods and series.window["departed"] == 1
+    assert len(changes.lifetimes) == 0              # nothing kept for pods gone
 
 
 def test_node_events(world):

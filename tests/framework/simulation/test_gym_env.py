@@ -330,3 +330,62 @@ def test_simulation_errors_surface_in_step():
     env.close()
     _, _, term, _, _ = env.step(0)
     assert term
+
+
+@pytest.mark.timeout(30)
+def test_endless_generators_are_refused_not_listed(monkeypatch):
+    # each was listed until the machine ran out of memory; now at most the
+    # bound plus one item is read, then refused naming the argument (the
+    # objects' bound of ten million made a thousand here: listing ten
+    # million takes a second)
+    import itertools
+
+    from tensorsched.framework.arguments import MAX_LISTED_PODS
+    from tensorsched.framework.errors import ArgumentError
+    from tensorsched.framework.simulation import gym_env
+    monkeypatch.setattr(gym_env, "MAX_OBJECTS", 1000)
+    with pytest.raises(ArgumentError, match="^SchedulingEnv: cluster: at most 1,000 "
+                       "object dicts"):
+        SchedulingEnv(itertools.repeat(node_dict("n0")), steady(3), backend="numpy")
+    with pytest.raises(ArgumentError, match=f"^SchedulingEnv: trace: at most "
+                       f"{MAX_LISTED_PODS:,} Pod dicts"):
+        SchedulingEnv(nodes(2), itertools.repeat(pod_dict("p")), backend="numpy")
+    with pytest.raises(ArgumentError, match="^SchedulingEnv: templates: at most 1,000,000 pod "
+                       "specs, got more"):
+        SchedulingEnv(nodes(2), steady(3), templates=itertools.repeat({}), backend="numpy")
+    # what a factory or a trace function returns, per episode
+    with pytest.raises(ArgumentError, match=r"^SchedulingEnv: cluster\(\): at most "):
+        SchedulingEnv(lambda: itertools.repeat(node_dict("n0")), steady(3), backend="numpy")
+    env = SchedulingEnv(nodes(2), lambda rng: itertools.repeat(pod_dict("p")),
+                        backend="numpy")
+    with pytest.raises(ArgumentError, match=r"^SchedulingEnv: trace\(rng\): at most "):
+        env.reset()
+    env.close()
+
+
+def test_dicts_changed_after_construction_change_no_episode():
+    # the environment keeps what it was given: a script that reuses (or
+    # changes) its dicts between resets does not change later episodes
+    objects = nodes(3)
+    pods = [pod_dict(f"w{i}", cpu="1500m") for i in range(6)]
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1",
+              "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"schedulerName": "default-scheduler"}]}
+    env = SchedulingEnv(objects, pods, config=config, backend="numpy", interval=None)
+    before = play(env, first_feasible, seed=5)
+    for o in objects:
+        o["status"]["allocatable"]["cpu"] = "64"
+        o["status"]["capacity"]["cpu"] = "64"
+    objects.append(node_dict("extra", cpu="64", memory="64Gi"))
+    for p in pods:
+        p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "10m"
+    pods.append(pod_dict("late"))
+    config["profiles"][0]["schedulerName"] = "other"
+    for _ in range(2):
+        after = play(env, first_feasible, seed=5)
+        assert len(after[0]) == len(before[0])
+        for x, y in zip(before[0], after[0]):
+            for k in x:
+                np.testing.assert_array_equal(x[k], y[k])
+        assert after[1:] == before[1:]
+    env.close()

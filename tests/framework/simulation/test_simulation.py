@@ -178,6 +178,87 @@ def test_an_event_refused_in_a_run_stays_due_and_changes_nothing():
     assert sim.run()["arrived"] == 5    # a, dup, then b and dup again, c
 
 
+def _dup_trace(rows=12):
+    """``rows`` pods arriving a second apart (blocks of arrivals), pod ``dup``
+    the third, due to leave at 52 s."""
+    dep = [52.0 if i == 2 else None for i in range(rows)]
+    return pa.table({"name": ["dup" if i == 2 else f"t{i}" for i in range(rows)],
+                     "arrival": [float(i) for i in range(rows)],
+                     "departure": pa.array(dep, pa.float64()), "cpu": [100] * rows})
+
+
+@pytest.mark.parametrize("form", ["duration", "bound", "trace"])
+def test_a_departure_leaves_only_the_pod_it_was_scheduled_for(form):
+    # a pod's lifetime is the pod object's (its UID), not its name's: the
+    # departure of a pod deleted and created again under its name (52 s) leaves
+    # the new pod alone
+    def fresh():
+        sim = Simulation(nodes(2), backend="numpy", interval=10)
+        if form == "trace":                 # an absolute departure, at its arrival
+            sim.submit(_dup_trace())
+        else:                               # counted from its binding (or its arrival
+            spec = {"nodeName": "n0"} if form == "bound" else {}    # bound already)
+            sim.submit([pod_dict("dup", cpu="100m", spec=spec)], at=2, duration=50)
+        sim.delete("dup", at=10)
+        sim.submit([pod_dict("dup", cpu="200m")], at=20)
+        return sim
+    sim = fresh()
+    events = []
+    sim.on("*", events.append)
+    sim.step(until=30)
+    snap = sim.snapshot()
+    sim.run()
+    assert "default/dup" in sim.cluster.state.pods
+    assert sim.cluster.state.pods.record("default/dup").obj["spec"]["containers"][0][
+        "resources"]["requests"]["cpu"] == "200m"
+    assert not [e for e in events if e["pod"] == "default/dup" and e["time"] > 20
+                and e["event"] in ("Departed", "Deleted")]
+    assert sim.totals["deleted"] == 1 and sim.summary()["departed"] == 0
+    # a restored run goes on exactly as the original (the departure still void)
+    back = Simulation.restore(snap)
+    assert back.now == 30 and back.digest() == Simulation.restore(snap).digest()
+    back.run()
+    assert back.digest() == sim.digest()
+    assert back.timeseries().equals(sim.timeseries())
+
+
+def test_a_departure_still_leaves_a_pod_that_stayed():
+    # the departure of a pod not replaced applies, also after another pod of
+    # another name came and went
+    sim = Simulation(nodes(2), backend="numpy", interval=None)
+    sim.submit([pod_dict("keep", cpu="100m")], at=2, duration=50)
+    sim.submit([pod_dict("other", cpu="100m")], at=5, duration=1)
+    sim.run()
+    assert sim.summary()["departed"] == 2 and not sim.cluster.state.pods
+    assert len(sim._lifetimes) == 0                 # nothing kept for pods gone
+
+
+@pytest.mark.timeout(30)
+def test_endless_generators_are_refused_not_listed(monkeypatch):
+    # submit(itertools.repeat(pod)) listed pods until the machine ran out of
+    # memory; now at most the bound plus one is read, then refused naming the
+    # argument, nothing changed (the objects' bound of ten million made a
+    # thousand here: listing ten million takes a second)
+    import itertools
+
+    from tensorsched.framework.arguments import MAX_LISTED_PODS
+    from tensorsched.framework.simulation import simulation as simulation_module
+    monkeypatch.setattr(simulation_module, "MAX_OBJECTS", 1000)
+    with pytest.raises(ArgumentError, match="^Simulation: cluster: at most 1,000 object dicts "
+                       r"\(or a Cluster, or a path of manifests\), got more$"):
+        Simulation(itertools.repeat(node_dict("n0")), backend="numpy")
+    sim = Simulation(nodes(1), backend="numpy", interval=None)
+    before = sim.digest()
+    with pytest.raises(ArgumentError, match=f"^Simulation.submit: pods: at most "
+                       f"{MAX_LISTED_PODS:,} Pod dicts or PodRecords"):
+        sim.submit(itertools.repeat(pod_dict("p")))
+    with pytest.raises(ArgumentError, match=f"^Simulation.submit: templates: at most "
+                       f"{MAX_LISTED_PODS:,} pod specs, got more$"):
+        sim.submit(pa.table({"name": ["a"], "arrival": [0.0], "template": [0]}),
+                   templates=itertools.repeat(pod_dict("t")))
+    assert sim.digest() == before and len(sim.agenda) == 0 and sim.snapshot().num_rows == 1
+
+
 def test_a_pod_given_twice_in_one_submit_is_refused_at_the_call():
     sim = Simulation([node_dict("n0")], backend="numpy", interval=None)
     before = sim.digest()

@@ -194,6 +194,21 @@ def test_templates_by_id():
                          tmpl)
 
 
+def test_templates_from_an_endless_generator_are_refused_not_listed(tmp_path):
+    import itertools
+
+    from tensorsched.framework.arguments import MAX_LISTED_PODS
+    from tensorsched.framework.errors import ArgumentError
+    path = tmp_path / "t.csv"
+    path.write_text("name,arrival,template\na,0,0\n")
+    table = pa.table({"name": ["a"], "arrival": [0.0], "template": [0]})
+    for read, name in ((lambda t: read_trace(path, t), "read_trace"),
+                       (lambda t: trace_from_table(table, t), "trace_from_table")):
+        with pytest.raises(ArgumentError, match=f"^{name}: templates: at most "
+                           f"{MAX_LISTED_PODS:,} pod specs, got more$"):
+            read(itertools.repeat({"spec": {}}))
+
+
 def test_openb_trace_adapter(tmp_path):
     tr = read_openb_trace("data/openb/csv/openb_pod_list_default.csv")
     assert len(tr) == 8152 and tr.lines
