@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tensorsched.framework.arguments import Arguments, shown
+from tensorsched.framework.arguments import MAX_OBJECTS, Arguments, shown
 from tensorsched.framework.records.pod_columns import PodColumns
 from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.runtime.clock import Clock, SimulatedClock
@@ -480,8 +480,11 @@ class Scheduler:
 
     def _schedule_pending(self, pods) -> tuple[BindingList, list[dict]]:
         if not isinstance(pods, PodColumns):
+            # a cluster's bound (MAX_OBJECTS): pending pods past it, or an
+            # endless iterator, are refused before any is read into the queue
             pods = Arguments("schedule_pending").sequence(
-                "pods", pods, items="Pod dicts or PodRecords (or a PodColumns)")
+                "pods", pods, items="Pod dicts or PodRecords (or a PodColumns)",
+                limit=MAX_OBJECTS)
         pods = pod_columns_from(pods, self.cluster.resolve)   # the queue keeps columns
         last: dict[str, dict] = {}                    # pod -> its latest outcome event
         preemptions: list[dict] = []

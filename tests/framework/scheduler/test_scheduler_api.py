@@ -361,3 +361,18 @@ def test_a_timestamp_past_int64_ns_is_a_manifest_error_and_changes_nothing(n, fi
         parse_pod(pods[n // 2])
     bindings, _ = sched.schedule_pending(pods[:n // 2])       # still usable
     assert len(bindings) == n // 2
+
+
+def test_schedule_pending_refuses_an_endless_iterator_before_queueing(monkeypatch):
+    """An endless iterator of pods is read up to the bound plus one and
+    refused naming the argument; nothing is queued or bound."""
+    import itertools
+
+    from tensorsched.framework.errors import ArgumentError
+    from tensorsched.framework.scheduler import scheduler as scheduler_module
+    monkeypatch.setattr(scheduler_module, "MAX_OBJECTS", 1000)
+    sched = Scheduler(build_cluster([node_dict("n0")]), backend="numpy")
+    with pytest.raises(ArgumentError, match=r"^schedule_pending: pods: at most 1,000 Pod dicts "
+                       r"or PodRecords \(or a PodColumns\), got more$"):
+        sched.schedule_pending(itertools.repeat(pod_dict("p")))
+    assert not sched.cluster.state.pods and not len(sched.queue)
