@@ -749,7 +749,7 @@ def numba_rounds(paths: list) -> dict:
     out = _paired_rounds(paths, r"numba-(base|after)-(.+)-(\d+)\.json$",
                          lambda m: m.group(2),
                          ("nodes", "pods", "p50_us", "p99_us", "cpu_seconds",
-                          "placements_sha256", "commit", "load"))
+                          "cpu_per_attempt_us", "placements_sha256", "commit", "load"))
     for w in out.values():
         rounds = w.pop("paired")
         for side in ("base", "after"):
@@ -757,6 +757,11 @@ def numba_rounds(paths: list) -> dict:
                 got = [r[side][k] for r in rounds if r[side][k] is not None]
                 w[f"{side}_{k}_median_of_rounds"] = (round(float(np.median(got)), 4)
                                                      if got else None)
+            # the scheduling thread's CPU a preemptor (``bench.preemption``)
+            got = [r[side]["cpu_per_attempt_us"]["p50"] for r in rounds
+                   if (r[side]["cpu_per_attempt_us"] or {}).get("p50") is not None]
+            w[f"{side}_cpu_per_attempt_us_p50_median_of_rounds"] = (
+                round(float(np.median(got)), 1) if got else None)
     return out
 
 
