@@ -83,7 +83,6 @@ from tensorsched.framework.state.domain_counts import (
 )
 from tensorsched.framework.state.domain_minimum import INF, Least, PresentMinimum, least_of
 from tensorsched.framework.state.query import QueryOptions, compile_query, pod_signature
-from tensorsched.kernels import domain_codes as DCODES
 from tensorsched.kernels import domains as D
 from tensorsched.kernels import layout as L
 from tensorsched.kernels.domain_rules import DomainRule, SpreadScore, SpreadTerm
@@ -166,14 +165,6 @@ def _count_key(pod, c: Constraint):
 
 SPREAD_ELIGIBLE_DOMS = StateKey("spread_eligible_doms", __name__,
                                 "constraints and policy -> eligible domains per key")
-
-
-def _skew_threshold(pod, c: Constraint, global_min: int) -> int:
-    """The most matching pods a domain may hold for ``pod`` to fit under
-    constraint ``c`` (a domain above it fails the filter): maxSkew - the
-    pod's own match + the global minimum."""
-    self_match = 1 if selector_matches(c.selector, pod.labels) else 0
-    return c.max_skew - self_match + global_min
 
 
 class PodTopologySpread(Plugin):
@@ -381,29 +372,19 @@ class PodTopologySpread(Plugin):
         got = self._by_row
         if got is not None and got[0] is state and got[1] == sig:
             return got[2]
-        if parts and all(ds is not None for _c, _k, ds in parts):
-            # every rule at once: one compiled pass writes the codes and
-            # the pass mask (``kernels.domain_codes``)
-            codes = np.empty(state.n_rows, np.int64)
-            ok = np.empty(state.n_rows, np.bool_)
-            DCODES.host.rule_codes(codes, ok,
-                               tuple(node_domains_p1(state, k) for _c, k, _ds in parts),
-                               tuple(ds.sums for _c, _k, ds in parts),
-                               np.array([_skew_threshold(pod, c, self._global_min(ds, c))
-                                         for c, _k, ds in parts], np.int64))
-        else:
-            codes = np.zeros(state.n_rows, np.int64)
-            for c, k, ds in parts:
-                if ds is None:
-                    codes[codes == 0] = 1
-                    continue
-                # Lacking the key: 1; sums + self - min > maxSkew: 2.
-                D.host.domain_rule(codes, node_domains_p1(state, k), ds.sums,
-                                   _skew_threshold(pod, c, self._global_min(ds, c)), 1, 2, 0)
-            ok = codes == 0
+        codes = np.zeros(state.n_rows, np.int64)
+        for c, k, ds in parts:
+            if ds is None:
+                codes[codes == 0] = 1
+                continue
+            gmin = self._global_min(ds, c)
+            self_match = 1 if selector_matches(c.selector, pod.labels) else 0
+            # Lacking the key: 1; sums + self - min > maxSkew: 2.
+            D.host.domain_rule(codes, node_domains_p1(state, k), ds.sums,
+                               c.max_skew - self_match + gmin, 1, 2, 0)
         codes.flags.writeable = False
         self.rows_evaluated += codes.shape[0]
-        self._by_row = (state, sig, codes, ok)
+        self._by_row = (state, sig, codes, codes == 0)
         return codes
 
     def run_keeps_skip(self, ctx, point: str) -> bool:

@@ -96,37 +96,3 @@ def test_filter_sums_follow_binds_and_are_recomputed_when_their_parts_move(monke
     assert all(a[4] is not b[4] for a, b in zip(grown, fresh))
     plugin._filter_sums(state, pod)
     assert len(calls) == 8
-
-
-def test_the_filter_answers_every_row_in_one_compiled_pass(monkeypatch):
-    """A preemptor's failed cycle: PodTopologySpread's codes by row come
-    from one compiled pass over its two constraints (``domain_codes``), not
-    a pass per constraint and one more for the mask; the codes equal the
-    constraints applied one after another."""
-    from tensorsched.framework.state.domain_counts import node_domains_p1
-    from tensorsched.kernels import domain_codes as DCODES
-    from tensorsched.kernels import domains as D
-    cluster, pending = build_preemption(12, 3, 100, "spread")
-    sched = Scheduler(cluster, "numba", 0)
-    state, pod = cluster.state, pending[0]
-    plugin = _spread_plugin(sched, pod)
-    passes = {"one": 0, "per_rule": 0}
-    one, per_rule = DCODES.host.rule_codes, D.host.domain_rule
-
-    def counted_one(*a):
-        passes["one"] += 1
-        return one(*a)
-
-    def counted_per_rule(*a):
-        passes["per_rule"] += 1
-        return per_rule(*a)
-    monkeypatch.setattr(DCODES.host, "rule_codes", counted_one, raising=False)
-    monkeypatch.setattr(D.host, "domain_rule", counted_per_rule, raising=False)
-    codes = np.array(plugin.codes_by_row(state, pod))
-    assert passes == {"one": 1, "per_rule": 0}
-    want = np.zeros(state.n_rows, np.int64)
-    for c, k, _key, _pred, ds in plugin._filter_sums(state, pod):
-        per_rule(want, node_domains_p1(state, k), ds.sums,
-                 spread_module._skew_threshold(pod, c, plugin._global_min(ds, c)), 1, 2, 0)
-    assert np.array_equal(codes, want)
-    assert np.array_equal(plugin._by_row[3], want == 0)
