@@ -105,6 +105,12 @@ ITEMS = (
      "SchedulingQueue.pop"),
     ("> run_cycle > PodTopologySpread.filter",
      "tensorsched.framework.plugins.pod_topology_spread", "PodTopologySpread.filter"),
+    ("> run_cycle > PodTopologySpread.filter > codes_by_row",
+     "tensorsched.framework.plugins.pod_topology_spread", "PodTopologySpread.codes_by_row"),
+    ("> PresentMinimum.read (spread's least sums)", "tensorsched.framework.state.domain_minimum",
+     "PresentMinimum.read"),
+    ("> PresentMinimum.read > _rebuild", "tensorsched.framework.state.domain_minimum",
+     "PresentMinimum._rebuild"),
     ("> run_cycle > InterPodAffinity.filter",
      "tensorsched.framework.plugins.inter_pod_affinity", "InterPodAffinity.filter"),
     ("> preempt", "tensorsched.framework.preemption.evaluator", "preempt"),
@@ -743,7 +749,7 @@ def numba_rounds(paths: list) -> dict:
     out = _paired_rounds(paths, r"numba-(base|after)-(.+)-(\d+)\.json$",
                          lambda m: m.group(2),
                          ("nodes", "pods", "p50_us", "p99_us", "cpu_seconds",
-                          "placements_sha256", "commit", "load"))
+                          "cpu_per_attempt_us", "placements_sha256", "commit", "load"))
     for w in out.values():
         rounds = w.pop("paired")
         for side in ("base", "after"):
@@ -751,6 +757,11 @@ def numba_rounds(paths: list) -> dict:
                 got = [r[side][k] for r in rounds if r[side][k] is not None]
                 w[f"{side}_{k}_median_of_rounds"] = (round(float(np.median(got)), 4)
                                                      if got else None)
+            # the scheduling thread's CPU a preemptor (``bench.preemption``)
+            got = [r[side]["cpu_per_attempt_us"]["p50"] for r in rounds
+                   if (r[side]["cpu_per_attempt_us"] or {}).get("p50") is not None]
+            w[f"{side}_cpu_per_attempt_us_p50_median_of_rounds"] = (
+                round(float(np.median(got)), 1) if got else None)
     return out
 
 

@@ -111,6 +111,18 @@ class DomainSums:
         return np.unique(np.concatenate([np.atleast_1d(np.asarray(p, np.int64))
                                          for p in parts]))
 
+    def moved_since(self, version: int):
+        """``changed_since`` without its sort: a list of ints (repeats
+        possible) when the updates after ``version`` were single bumps (no
+        array made), else the sorted [k] int64; None when they are no
+        longer remembered."""
+        if version < self._journal_from or version > self.version:
+            return None
+        parts = self._journal[version - self._journal_from:]
+        if all(type(p) is int for p in parts):
+            return parts
+        return self.changed_since(version)
+
     def bump(self, row: int, delta: int) -> None:
         if row >= self.dom.shape[0]:
             return              # a row added after this was built: its tag is stale

@@ -14,7 +14,10 @@ copy of the sums it has counted; ``read()`` re-counts only the domains
 least or one of their new sums, so the search for it starts there), and
 counts everything again when the journal no longer reaches back or a sum
 is negative (the histogram then is not used: the least is found over the
-domains each time).  ``domains_read`` counts the domains read (tests and
+domains each time).  A few domains (a zone key: at most ``SMALL``) are
+read whole as Python integers instead: fewer steps than the histogram's,
+whose sums there are large and far apart (its search for the second least
+crosses the gap).  ``domains_read`` counts the domains read (tests and
 benches: a bound pod moved between two reads re-reads its node's domain,
 not N).
 """
@@ -77,18 +80,31 @@ class PresentMinimum:
     (module doc).  ``read()`` -> ``Least`` as ``least_of(ds.sums,
     ds.present)`` gives it."""
 
-    __slots__ = ("domains_read", "ds", "hist", "last", "least", "rebuilds", "version")
+    __slots__ = ("domains_read", "ds", "hist", "last", "least", "present_at", "rebuilds",
+                 "version")
+
+    # Up to this many domains, ``read`` takes the present sums whole as
+    # Python integers (``_read_small``), no histogram kept.
+    SMALL = 64
 
     def __init__(self, ds):
         self.ds = ds
         self.domains_read = 0
         self.rebuilds = 0
+        # the present domains ([P] ints) where they are few; None: the
+        # histogram (``present`` is fixed for a DomainSums)
+        self.present_at = (np.flatnonzero(ds.present).tolist()
+                           if ds.sums.shape[0] <= self.SMALL else None)
         self._rebuild()
 
     def _rebuild(self) -> None:
         ds = self.ds
         self.rebuilds += 1
         self.version = ds.version
+        if self.present_at is not None:
+            self.hist = self.last = None
+            self.least = self._read_small()
+            return
         self.last = ds.sums.copy()      # the sums ``hist`` counts
         self.domains_read += ds.sums.shape[0]
         vals = ds.sums[ds.present]
@@ -108,14 +124,18 @@ class PresentMinimum:
         ds = self.ds
         if ds.version == self.version:
             return self.least
-        moved = ds.changed_since(self.version)
+        if self.present_at is not None:
+            self.version = ds.version
+            self.least = self._read_small()
+            return self.least
+        moved = ds.moved_since(self.version)
         if moved is None or self.hist is None:
             self._rebuild()
             return self.least
         self.version = ds.version
-        self.domains_read += moved.shape[0]
+        self.domains_read += len(set(moved)) if type(moved) is list else moved.shape[0]
         prev = self.least
-        lo = self._few(moved) if moved.shape[0] <= self.FEW else self._many(moved)
+        lo = self._few(moved) if len(moved) <= self.FEW else self._many(np.unique(moved))
         if lo is None:                  # a negative sum: counted whole
             self._rebuild()
             return self.least
@@ -129,13 +149,27 @@ class PresentMinimum:
         self.least = Least(prev.n_present, m1, int(hist[m1]), INF if m2 < 0 else m2)
         return self.least
 
+    def _read_small(self) -> Least:
+        """``least_of`` over the few present domains (``present_at``), their
+        sums read as Python integers."""
+        sums = self.ds.sums.tolist()
+        self.domains_read += len(sums)
+        vals = [sums[d] for d in self.present_at]
+        if not vals:
+            return Least(0, INF, 0, INF)
+        m1 = min(vals)
+        m2 = min((v for v in vals if v > m1), default=INF)
+        return Least(len(vals), m1, vals.count(m1), m2)
+
     def _few(self, moved) -> int | None:
-        """Re-count the present domains of ``moved`` one by one: the least
-        new sum (INF: none moved), None for a negative one."""
+        """Re-count the present domains of ``moved`` (ints or [k] int64;
+        repeats are harmless: a domain counted is level with its sum) one
+        by one: the least new sum (INF: none moved), None for a negative
+        one."""
         sums, present, last = self.ds.sums, self.ds.present, self.last
         n = last.shape[0]
         lo = INF
-        for d in moved.tolist():
+        for d in (moved if type(moved) is list else moved.tolist()):
             if d >= n or not present[d]:
                 continue                # absent domains never hold a count
             new = int(sums[d])

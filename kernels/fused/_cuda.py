@@ -6,7 +6,8 @@ The device functions are ``fused._core`` compiled with
 ``stage_reasons`` / ``stage_raw_scores`` are generated from the declared
 argument lists and unpack them into the ``_core`` rules' arguments;
 ``write_staged_row`` puts one staged row (``staged_rows``) into the packs and
-recomputes it (the one-at-a-time cycle's launch, ``_cuda_cycle``).  Compiled
+recomputes it (the one-at-a-time cycle's launch, ``_cuda_cycle``);
+``staged_write_kernel`` only writes them (the victim search's stage).  Compiled
 runs of alike pods are ``_cuda_run``.  Import this module only after
 ``_deps.cuda_unavailable_reason()`` said yes.
 """
@@ -79,14 +80,10 @@ def launch_fused_pass(n_rows: int, rows, packs, qbuf, by_row, reasons_out, raw_o
 
 
 @cuda.jit(device=True)
-def write_staged_row(j, k, staged, node_i64, node_flags, label_vals, qbuf, reasons_by_row,
-                     raw_by_row):
+def write_staged_values(j, k, staged, node_i64, node_flags, label_vals, qbuf):
     """Staged row j of ``k`` (``staged_rows``: rows [k], then each row's
     pack values) written into the packs (the mirror's copy of the host
-    columns), then that row of the device row cache (``reasons_by_row``
-    [N], ``raw_by_row`` [N, S]) recomputed from them.  A row's rules read
-    only that row's columns: the thread that writes a row is the only one
-    reading it until the caller's barrier."""
+    columns); returns its row."""
     i = staged[j]
     # the columns sit at the spans of the query buffer's header (the packs
     # may hold spare rows and columns: the mirror's capacity)
@@ -105,6 +102,18 @@ def write_staged_row(j, k, staged, node_i64, node_flags, label_vals, qbuf, reaso
             else:
                 label_vals[i, c] = staged[at]
             at += 1
+    return i
+
+
+@cuda.jit(device=True)
+def write_staged_row(j, k, staged, node_i64, node_flags, label_vals, qbuf, reasons_by_row,
+                     raw_by_row):
+    """Staged row j of ``k`` written into the packs (``write_staged_values``),
+    then that row of the device row cache (``reasons_by_row`` [N],
+    ``raw_by_row`` [N, S]) recomputed from them.  A row's rules read
+    only that row's columns: the thread that writes a row is the only one
+    reading it until the caller's barrier."""
+    i = write_staged_values(j, k, staged, node_i64, node_flags, label_vals, qbuf)
     r = stage_reasons(i, node_i64, node_flags, label_vals, qbuf)
     reasons_by_row[i] = r
     if r == 0:
@@ -141,6 +150,22 @@ def launch_staged_rows(k: int, staged, packs, qbuf, reasons_by_row, raw_by_row,
     staged_rows_kernel[blocks, THREADS_PER_BLOCK](
         staged, k, *packs, qbuf, reasons_by_row, raw_by_row, out is not None,
         staged[:1] if out is None else out)
+
+
+@cuda.jit
+def staged_write_kernel(staged, k, node_i64, node_flags, label_vals, qbuf):
+    """The ``k`` staged rows written into the packs, one thread a row, no
+    row cache recomputed: the mirror brought level for a kernel that reads
+    the packs alone (the victim search's stage, ``CudaBackend.device_stage``)."""
+    j = cuda.grid(1)
+    if j < k:
+        write_staged_values(j, k, staged, node_i64, node_flags, label_vals, qbuf)
+
+
+def launch_staged_write(k: int, staged, packs, qbuf) -> None:
+    """``staged_write_kernel`` over ``k`` >= 1 staged rows (one launch)."""
+    blocks = max(1, (k + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK)
+    staged_write_kernel[blocks, THREADS_PER_BLOCK](staged, k, *packs, qbuf)
 
 
 @cuda.jit

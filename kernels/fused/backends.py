@@ -950,6 +950,8 @@ class CudaBackend:
         self._buf = _Buffers()                   # a host-ranked cycle's outputs
         self._hi = np.zeros(16, np.int64)        # its slot maxima (``finalize_rows``)
         self._packs: tuple = ()
+        self._stage_kept = None                  # ``device_stage``'s last answer
+        self.stage_rows_sent = 0    # node rows ``device_stage`` sent alone (staged)
         self._qbufs: OrderedDict = OrderedDict()
         self._caches: OrderedDict = OrderedDict()
         self._all_rows = None
@@ -1111,12 +1113,43 @@ class CudaBackend:
         """The fused stage on the device for query ``q`` over ``source``'s
         columns (``stage_args.DeviceStage``): the mirror's packs, level
         with ``source``, the query buffer (uploaded once per compiled
-        query) and the allocatable view, for the victim kernel."""
-        packs = self._sync_columns(source)
+        query) and the allocatable view, for the victim kernel.  The rows
+        written since the mirror's version go up alone (one staged copy
+        and one write launch, ``_cuda.staged_write_kernel``), not the span
+        between the lowest and the highest; the stage object is kept while
+        the packs and query buffer are the same (no device view made per
+        call)."""
         cols = source.columns()
-        spans, _, _ = SA.node_packs(self._shape, self._caps[1:])
-        lo, hi = spans[SA.NODE_NAMES.index("allocatable")]
-        return SA.DeviceStage(packs, self._qbuf(cols, q), packs[0][:, lo:hi])
+        self._fit_mirror(source, cols)
+        qbuf = self._qbuf(cols, q)
+        if source.version != self._version:
+            # found and packed by one compiled call (``staged_rows.stage``,
+            # from the source's write log); the query buffer's header gives
+            # the kernel the columns' spans; more than MAX_STAGED_ROWS: the
+            # packs' span copies.  The row caches keep their own ``seen``:
+            # their next cycle stages the same rows again (the same values).
+            SR = self._staged_rows
+            self._staged = _staging(self._cuda, self._staged, self._shapes(cols)[1], cols,
+                                    self.MAX_STAGED_ROWS)
+            _, width, host, dev = self._staged
+            k = SR.stage(source.row_version, self._version, cols, host, self.MAX_STAGED_ROWS,
+                         log=getattr(source, "write_log", None))
+            if k > self.MAX_STAGED_ROWS:
+                self._sync_columns(source)
+            elif k:
+                self._upload_staged(SR.staged_size(k, width))
+                self._k.launch_staged_write(k, dev, self._packs, qbuf)
+                self.launches += 1
+                self.rows_uploaded += k
+                self.stage_rows_sent += k
+            self._version = source.version
+        kept = self._stage_kept
+        if kept is None or kept.packs is not self._packs or kept.qbuf is not qbuf:
+            spans, _, _ = SA.node_packs(self._shape, self._caps[1:])
+            lo, hi = spans[SA.NODE_NAMES.index("allocatable")]
+            kept = self._stage_kept = SA.DeviceStage(self._packs, qbuf,
+                                                     self._packs[0][:, lo:hi])
+        return kept
 
     def evaluate(self, source: ColumnSource, rows, start, q, num_to_find, active, norm, weights,
                  n_slots, extra=None, want_scores=True, seed=None) -> StageResult:
@@ -1315,12 +1348,8 @@ class CudaBackend:
         c = self._steady_cache(source, cols, q, n_slots)
         if c is None:
             n = cols.allocatable.shape[0]
-            shape = self._shapes(cols)[1]     # the widths: a row appended keeps them
-            if self._staged is None or self._staged[0] != shape:
-                width = SR.row_width(cols)
-                size = SR.staged_size(self.MAX_STAGED_ROWS, width)
-                self._staged = (shape, width, self._cuda.pinned_array(size, np.int64),
-                                self._cuda.device_array(size, np.int64))
+            self._staged = _staging(self._cuda, self._staged, self._shapes(cols)[1], cols,
+                                    self.MAX_STAGED_ROWS)
             # room in the packs for the columns as they are now (a node
             # appended, a column widened: the rows kept, those written staged)
             self._fit_mirror(source, cols)
@@ -1757,6 +1786,19 @@ class CudaBackend:
         if self._all_rows is None or self._all_rows.shape[0] != n:
             self._all_rows = self._cuda.to_device(np.arange(n, dtype=np.int64))
         return self._all_rows
+
+
+def _staging(cuda, kept, widths: tuple, cols, cap: int) -> tuple:
+    """The cuda backend's staging buffers for ``cols``: (column widths,
+    row width, host pinned [S], device [S] int64; S =
+    ``staged_rows.staged_size(cap, row width)``): ``kept`` while its
+    widths are ``widths`` (a row appended keeps them), else new ones."""
+    if kept is not None and kept[0] == widths:
+        return kept
+    from . import staged_rows as SR     # numba-compiled: the cuda backend's alone
+    width = SR.row_width(cols)
+    size = SR.staged_size(cap, width)
+    return (widths, width, cuda.pinned_array(size, np.int64), cuda.device_array(size, np.int64))
 
 
 def _layout_key(source: ColumnSource) -> tuple:

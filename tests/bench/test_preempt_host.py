@@ -69,11 +69,14 @@ def test_combine_puts_the_numba_records_beside(tmp_path):
     for side, p50 in (("base", 150.0), ("after", 120.0)):
         (tmp_path / f"numba-{side}-spread-1.json").write_text(json.dumps(
             {"nodes": 10, "pods": 5, "p50_us": p50, "p99_us": 2 * p50, "cpu_seconds": 1.0,
+             "cpu_per_attempt_us": {"p50": p50 / 2, "mean": p50},
              "placements_sha256": "x", "commit": side, "load": [1.0]}))
     rec = _run(tmp_path, "--combine", *sorted(str(p) for p in tmp_path.glob("numba-*.json")))
     got = rec["numba_no_batch"]["spread"]
     assert got["same_placements"] and got["base_p50_us_median_of_rounds"] == 150.0
     assert got["after_p50_us_median_of_rounds"] == 120.0
+    assert got["base_cpu_per_attempt_us_p50_median_of_rounds"] == 75.0
+    assert got["after_cpu_per_attempt_us_p50_median_of_rounds"] == 60.0
 
 
 def test_a_no_items_record_counts_a_cycles_device_calls(tmp_path):
