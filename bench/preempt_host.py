@@ -419,7 +419,9 @@ def _stub_cycle_pick(clock: _Clock) -> None:
     launcher = importlib.import_module("tensorsched.kernels.fused._cuda_cycle")
 
     def stand_in(n_rows, staged, k, packs, qbuf, rows, reasons_by_row, raw_by_row, sparams,
-                 start, num_to_find, seed_mix, pods_at, out):
+                 start, num_to_find, seed_mix, pods_at, out, rules=None):
+        # ``rules`` (a spread cycle's rule table) is read by no stand-in:
+        # every row counts as feasible and equal
         clock.launches += 1
         clock.depth += 1            # as inside a kernel: its reads and writes are not calls
         try:
