@@ -110,6 +110,16 @@ def test_a_no_items_record_counts_a_cycles_device_calls(tmp_path):
         - numba["per_cycle_p50_us"]["framework"], 1)
 
 
+def test_the_cycle_stand_in_runs_a_spread_cycle(tmp_path):
+    """``--stub-kernel`` on spread-nobatch: the spread cycle's launch passes
+    its rule table, which the stand-in takes (it raised a TypeError), one
+    launch a cycle and no kernel time."""
+    rec = _run(tmp_path, "--no-items", "--stub-kernel", "--workload", "spread-nobatch",
+               "--nodes", "12", "--pods", "3")
+    assert rec["cycles"] == 3 and rec["kernels_us"] == 0
+    assert rec["device_calls_per_cycle"]["launches"] == 1
+
+
 def test_the_victim_stand_ins_place_as_the_simulator(tmp_path):
     """``--stub-victims``: the victim search's and pick's launches host
     stand-ins (the numba twins): the same placements as the simulator's
