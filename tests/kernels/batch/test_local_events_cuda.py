@@ -21,7 +21,7 @@ from support.local_scenarios import write_scenario
 from support.local_traces import write_inputs
 
 pytestmark = [pytest.mark.cudasim, needs_cuda,
-              pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")]
+              pytest.mark.filterwarnings("error::RuntimeWarning")]
 
 
 # pod steps: creates (one leaving after a duration, a DaemonSet's the

@@ -17,7 +17,7 @@ from tensorsched.experiments import sweep_local as SL
 from tensorsched.kernels.batch.local_preempt import run_local_preempt
 
 pytestmark = [pytest.mark.cudasim, needs_cuda,
-              pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")]
+              pytest.mark.filterwarnings("error::RuntimeWarning")]
 
 
 def _preempt_of(tmp_path, monkeypatch):

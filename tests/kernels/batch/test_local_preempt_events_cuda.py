@@ -20,7 +20,7 @@ from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.kernels.batch.local_preempt_events import run_local_preempt_events
 
 pytestmark = [pytest.mark.cudasim, needs_cuda,
-              pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")]
+              pytest.mark.filterwarnings("error::RuntimeWarning")]
 
 STEPS = [{"at": 3, "drain": "n0"}, {"at": 4, "create": node_dict("c", cpu="2", memory="4Gi")},
          {"at": 30, "cordon": "n1"}, {"at": 31, "delete": {"kind": "Pod", "name": "top"}},

@@ -22,7 +22,7 @@ from tensorsched.kernels.batch.local_cpu import run_local_trace
 from support.local_traces import write_inputs as _write
 
 pytestmark = [pytest.mark.cudasim, needs_cuda,
-              pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")]
+              pytest.mark.filterwarnings("error::RuntimeWarning")]
 
 
 def _same(t):
