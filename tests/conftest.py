@@ -9,7 +9,9 @@ parameter carries the ``cudasim`` mark so ``-m cudasim`` selects it.
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -96,3 +98,20 @@ def _golden_names_unchecked(request, monkeypatch):
         from tensorsched.framework.parsing.meta import NameRules
 
         monkeypatch.setattr(NameRules, "enforced", False)
+
+
+def pytest_sessionfinish(session):
+    """An xdist worker whose tests are done ignores SIGINT from here on.
+    When the controller has every worker's results it ends their
+    gateways, and execnet sends a worker still tearing down 5 s later
+    (its final garbage collections on a large heap, on a loaded machine)
+    a SIGINT.  Nothing is left to interrupt then, but the
+    KeyboardInterrupt lands wherever the worker is; in a gc callback
+    (hypothesis keeps one) Python prints it as an ignored exception, and
+    pytest reports that as a PytestUnraisableExceptionWarning after the
+    last test, with no test to blame.  (Ctrl-C during the tests is the
+    controller's; it still interrupts the workers.)"""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
