@@ -59,7 +59,8 @@ def _workload_record(path: str | None, nodes: int, pods: int) -> dict:
                         "--nodes", str(nodes), "--pods", str(pods), "--backend", "numba",
                         "--no-batch", "--output", f.name], env=env, check=True,
                        capture_output=True)
-        rec = json.load(open(f.name))
+        with open(f.name) as out:
+            rec = json.load(out)
     keep = ("cpu_seconds", "pods_per_second", "p50_us", "p99_us", "placements_sha256", "load",
             "stages", "scheduled")
     return {k: rec.get(k) for k in keep}

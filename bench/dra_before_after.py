@@ -36,7 +36,8 @@ def _run(path: str | None, a) -> dict:
         subprocess.run([sys.executable, "-m", "tensorsched.cli", "bench", "--workload", "dra",
                         "--nodes", str(a.nodes), "--pods", str(a.pods), "--backend", a.backend,
                         "--output", f.name], env=tree_env(path), check=True, capture_output=True)
-        rec = json.load(open(f.name))
+        with open(f.name) as out:
+            rec = json.load(out)
     return {**{k: rec.get(k) for k in KEEP}, "load": load}
 
 

@@ -57,7 +57,8 @@ def _record(path: str | None, workload: str, nodes: int, pods: int) -> dict:
         subprocess.run([sys.executable, "-m", "tensorsched.cli", "bench", "--workload", workload,
                         "--nodes", str(nodes), "--pods", str(pods), "--backend", "cuda",
                         "--output", f.name], env=env, check=True, capture_output=True)
-        rec = json.load(open(f.name))
+        with open(f.name) as out:
+            rec = json.load(out)
     counters = rec.get("device_counters") or {}
     runs = max(rec.get("compiled_runs") or 0, 1)
     return {"compiled_runs": rec.get("compiled_runs"), "mean_run_length":

@@ -58,8 +58,8 @@ def _digest(runs: list) -> str:
 def _cases(a, where: Path) -> dict:
     """name -> a function running the case once (its runs)."""
     cluster, trace, configs = write_inputs(where, a.nodes, a.pods)
-    objs = list(yaml.safe_load_all(open(cluster)))
-    cfgs = [yaml.safe_load(open(c)) for c in configs]
+    objs = list(yaml.safe_load_all(Path(cluster).read_text()))
+    cfgs = [yaml.safe_load(Path(c).read_text()) for c in configs]
     seeds = list(range(a.seeds))
     scenario = write_scenario(where, a.nodes, a.pods)
 

@@ -128,7 +128,8 @@ def durations_main(a) -> dict:
     _sweep_timed(jobs[:1], True)
     batched, rows_b = _sweep_timed(jobs, True)
     per_run, rows_p = _sweep_timed(jobs, False)
-    timed = sum(1 for line in open(paths[0]).read().splitlines()[1:] if line.split(",")[3])
+    with open(paths[0]) as fh:
+        timed = sum(1 for line in fh.read().splitlines()[1:] if line.split(",")[3])
     return {"experiment": "tensorsched sweep --policy on the openb node list, generic traces "
                           "with duration departures (duration_trace)",
             "traces": traces, "pods": a.pods, "scale": a.scale,

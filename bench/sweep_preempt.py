@@ -129,8 +129,8 @@ def timed_grace(cluster: str, trace: str, configs: list, seeds: list, grace: flo
     (config, seed) under ``grace`` (after a warm-up call) against one
     Simulation per run, timed alike; ``equal`` when each run's bindings
     (pod, node, time) and preemption counts are its Simulation's."""
-    objs = list(yaml.safe_load_all(open(cluster)))
-    cfgs = [yaml.safe_load(open(c)) for c in configs]
+    objs = list(yaml.safe_load_all(Path(cluster).read_text()))
+    cfgs = [yaml.safe_load(Path(c).read_text()) for c in configs]
     tr = run.read_trace_file(trace)
     sc = None if scenario is None else load_scenario(scenario)
     setups = [SL.trace_setup(objs, c, tr, sc) for c in cfgs]

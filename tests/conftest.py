@@ -8,8 +8,11 @@ parameter carries the ``cudasim`` mark so ``-m cudasim`` selects it.
 
 from __future__ import annotations
 
+import gc
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -96,3 +99,39 @@ def _golden_names_unchecked(request, monkeypatch):
         from tensorsched.framework.parsing.meta import NameRules
 
         monkeypatch.setattr(NameRules, "enforced", False)
+
+
+def pytest_sessionfinish(session):
+    """An xdist worker whose tests are done ignores SIGINT from here on.
+    When the controller has every worker's results it ends their
+    gateways, and execnet sends a worker still tearing down 5 s later
+    (its final garbage collections on a large heap, on a loaded machine)
+    a SIGINT.  Nothing is left to interrupt then, but the
+    KeyboardInterrupt lands wherever the worker is; in a gc callback
+    (hypothesis keeps one) Python prints it as an ignored exception, and
+    pytest reports that as a PytestUnraisableExceptionWarning after the
+    last test, with no test to blame.  (Ctrl-C during the tests is the
+    controller's; it still interrupts the workers.)"""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After a test module's last test (its fixtures torn down): its
+    garbage collected, then every object alive frozen (``gc.freeze``: left
+    out of later collections).  A test process keeps millions of objects
+    to its end (the package and the test modules imported, the collected
+    items, the engines Numba compiled), and the tests' churn of
+    temporaries triggers full collections that walked them all and found
+    nearly nothing: late in a run seconds each, most of a worker's
+    collector time.  Frozen, a collection walks what the running module
+    made.  Garbage is freed as before; an object frozen alive and dropped
+    later in a cycle stays (memory only).  The worker's final collection
+    (pytest's, after the last test) is then short too."""
+    result = yield
+    if nextitem is None or nextitem.path != item.path:
+        gc.collect()
+        gc.freeze()
+    return result

@@ -16,6 +16,10 @@ from numba import int64, uint64
 
 OFFSET_SALT = 0x5EED0FF5E7          # evaluator._OFFSET_SALT
 
+# The functions whose uint64 arithmetic wraps mod 2**64 by design (quiet
+# about it under the CUDA simulator: ``kernels.mod64.device_jit``).
+WRAPS_MOD_2_64 = ("preempt_offset",)
+
 
 def num_candidates(n, pct, least):
     """numCandidates of ``n`` potential nodes: ``pct`` percent of them
@@ -32,7 +36,8 @@ def num_candidates(n, pct, least):
 def preempt_offset(seed_mix, attempt, n):
     """``evaluator.seeded_offset`` of ``n`` (> 0) potential nodes, in 0 ..
     n - 1: splitmix64 of (``seed_mix`` (the seed x golden ratio, mod
-    2**64) + the attempt number + salt), mod ``n``."""
+    2**64) + the attempt number + salt), mod ``n``.  The sums and
+    products wrap mod 2**64 by design."""
     z = (uint64(seed_mix) + uint64(attempt) + uint64(OFFSET_SALT)
          + uint64(0x9E3779B97F4A7C15))
     z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)

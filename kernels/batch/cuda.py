@@ -40,6 +40,7 @@ if _reason is not None:
 from numba import cuda, float64, int64  # noqa: E402
 
 from tensorsched.kernels._compile import COMPILED, KEY, compile_module  # noqa: E402
+from tensorsched.kernels.mod64 import FUSED_CORE_WRAPS, device_jit  # noqa: E402
 from tensorsched.kernels.fused import _core as _fused_core  # noqa: E402
 from tensorsched.kernels.gpu import _cuda as _gpu_cuda  # noqa: E402
 
@@ -65,8 +66,8 @@ QF_N = _queue.QF_N
 
 def _base() -> dict:
     base = {name: _gpu_cuda.core[name] for name in _FROM_GPU}
-    base.update({name: cuda.jit(getattr(_fused_core, name), device=True)
-                 for name in _FROM_FUSED})
+    fused = device_jit(FUSED_CORE_WRAPS)
+    base.update({name: fused(getattr(_fused_core, name)) for name in _FROM_FUSED})
     base[KEY] = None
     base[COMPILED] = _FROM_GPU + _FROM_FUSED
     return base
@@ -97,8 +98,8 @@ def compile_device(module) -> dict:
 
 # on numCandidates and the seeded offset (``_candidates``, the node-local engines' too)
 _pns = compile_module(_gp, lambda f: cuda.jit(f, device=True),
-                      base=compile_module(_candidates, lambda f: cuda.jit(f, device=True),
-                                          base=_qns))
+                      base=compile_module(_candidates,
+                                          device_jit(_candidates.WRAPS_MOD_2_64), base=_qns))
 _preempt_init = _pns["preempt_init"]
 _taken_off = _pns["taken_off"]
 _nominees_on = _pns["nominees_on"]

@@ -34,6 +34,7 @@ from .local_events import LocalEvents
 from numba import cuda, int64  # noqa: E402
 
 from tensorsched.kernels._compile import compile_module  # noqa: E402
+from tensorsched.kernels.mod64 import device_jit  # noqa: E402
 from tensorsched.kernels.fused import _cuda as _fused_cuda  # noqa: E402
 
 N_SLOTS = _local_core.N_SLOTS
@@ -60,7 +61,7 @@ TRACE_DEVICE_NAMESPACE = _tns
 # form runs them without preemption; ``local_preempt_cuda``,
 # ``local_preempt_events_cuda``)
 # (on numCandidates and the seeded offset, ``_candidates``)
-_cand_ns = compile_module(_candidates, lambda f: cuda.jit(f, device=True), base=_tns)
+_cand_ns = compile_module(_candidates, device_jit(_candidates.WRAPS_MOD_2_64), base=_tns)
 PREEMPT_DEVICE_NAMESPACE = compile_module(_local_preempt, lambda f: cuda.jit(f, device=True),
                                           base=_cand_ns)
 PREEMPT_EVENTS_DEVICE_NAMESPACE = compile_module(

@@ -33,6 +33,7 @@ if _reason is not None:
 from numba import cuda, float64, int64
 
 from tensorsched.kernels._compile import compile_module
+from tensorsched.kernels.mod64 import device_jit
 
 from . import _candidates, _env, _gpu_preempt, _openb_events, _queue
 from .arrays import BatchArrays
@@ -58,7 +59,7 @@ RS_F_N = _openb_events.RS_F_N
 Q_CYCLE = _openb_events.Q_CYCLE
 
 _env_ns = compile_module(_env, lambda f: cuda.jit(f, device=True), base=device_rules)
-_cand_ns = compile_module(_candidates, lambda f: cuda.jit(f, device=True), base=_env_ns)
+_cand_ns = compile_module(_candidates, device_jit(_candidates.WRAPS_MOD_2_64), base=_env_ns)
 _pre_ns = compile_module(_gpu_preempt, lambda f: cuda.jit(f, device=True), base=_cand_ns)
 _ev_ns = compile_module(_openb_events, lambda f: cuda.jit(f, device=True), base=_pre_ns)
 _first_nodes = _ev_ns["first_nodes"]

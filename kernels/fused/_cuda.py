@@ -17,6 +17,7 @@ from __future__ import annotations
 from numba import cuda
 
 from tensorsched.kernels._compile import compile_module, compile_source
+from tensorsched.kernels.mod64 import FUSED_CORE_WRAPS, device_jit
 
 from . import _core
 from . import stage_args as SA
@@ -26,7 +27,7 @@ _NCOLS = len(SA.NODE_COLUMNS)
 _STAGED_ORDER = SA.STAGED_ORDER      # constant arrays in the kernel
 _STAGED_PACK = SA.STAGED_PACK
 
-core = compile_module(_core, lambda f: cuda.jit(f, device=True))
+core = compile_module(_core, device_jit(FUSED_CORE_WRAPS))
 node_reasons = core["node_reasons"]
 node_raw_scores = core["node_raw_scores"]
 

@@ -45,7 +45,6 @@ this module only after ``_deps.cuda_unavailable_reason()`` said yes.
 from __future__ import annotations
 
 import inspect
-import warnings
 
 import numpy as np
 from numba import cuda, int32, int64
@@ -58,11 +57,6 @@ from . import _cuda_block as CB
 from . import _cycle_core
 from ._cuda import core as _fused_core
 from ._cuda import write_staged_row
-
-# The tie rank's hash wraps mod 2**64 by design; under the CUDA simulator it
-# runs as NumPy scalar operations, which warn on every wrap (as in _cuda_run).
-warnings.filterwarnings("ignore", r".*overflow encountered in scalar", RuntimeWarning,
-                        module=r"tensorsched\.kernels\.fused\._c")
 
 core = compile_module(_cycle_core, lambda f: cuda.jit(f, device=True), _fused_core)
 chunk_feasible = core["chunk_feasible"]

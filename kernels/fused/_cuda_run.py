@@ -54,7 +54,6 @@ Import this module only after ``_deps.cuda_unavailable_reason()`` said yes.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from numba import cuda, int32, int64, uint32
@@ -64,13 +63,6 @@ from tensorsched.kernels._compile import compile_source
 from . import _cuda_block as CB
 from . import stage_args as SA
 from ._cuda import core, stage_raw_scores, stage_reasons, write_staged_row
-
-# The tie rank's arithmetic wraps mod 2**64 by design; under the CUDA
-# simulator it runs as NumPy scalar operations (on the simulator's threads,
-# so ``np.errstate`` cannot reach it), which warn on every wrap.
-for _module in (__name__, f"{__package__}._core"):     # the tie rank is _core's
-    warnings.filterwarnings("ignore", r".*overflow encountered in scalar", RuntimeWarning,
-                            module=_module)
 
 # The most threads a run block uses: 256 on a GPU; a block reduction's
 # second step has one lane per warp, so at most WARP warps (under the

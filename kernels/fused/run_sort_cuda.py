@@ -34,7 +34,6 @@ not the run's result).  Import this module only after
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -49,11 +48,6 @@ from ._cuda import core
 from .run_sort import KEY_SOURCE, key_namespace
 
 THREADS_PER_BLOCK = 128
-
-# The tie rank's hash wraps mod 2**64 by design; under the CUDA simulator it
-# runs as NumPy scalar operations, which warn on every wrap (as in _cuda_run).
-warnings.filterwarnings("ignore", r".*overflow encountered in scalar", RuntimeWarning,
-                        module=r"tensorsched\.kernels\.fused\._core")
 
 _keys = compile_source(f"{__name__}.keys", KEY_SOURCE, lambda f: cuda.jit(f, device=True),
                        ("run_key_sequence",), key_namespace(core),

@@ -48,6 +48,7 @@ class FakeScheduler:
 
 
 def test_timed_runs_freeze_the_setup_then_unfreeze():
+    gc.unfreeze()       # what the test process froze so far (tests/conftest.py)
     assert gc.get_freeze_count() == 0
     sched = FakeScheduler()
     bindings, seconds = H.timed_schedule(sched, ["a", "b"])

@@ -27,7 +27,7 @@ def test_the_bench_records_the_sort_path_against_the_compiled_run(tmp_path):
 
 @pytest.mark.cudasim
 @needs_cuda
-@pytest.mark.filterwarnings("ignore:overflow encountered in scalar:RuntimeWarning")
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 def test_the_cuda_bench_checks_its_placements_against_numbas_sort_path(tmp_path):
     out = tmp_path / "r.json"
     run_sort.main(["--nodes", "6", "--pods", "30", "--check", "10", "--backend", "cuda",

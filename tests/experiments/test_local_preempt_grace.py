@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -135,7 +136,7 @@ def assert_runs(objs, cfgs, trace_path: str, seeds, grace: float, scenario=None,
 
 
 def _configs(paths) -> list:
-    return [yaml.safe_load(open(p)) for p in paths]
+    return [yaml.safe_load(Path(p).read_text()) for p in paths]
 
 
 @settings(max_examples=10, deadline=None,
@@ -145,7 +146,7 @@ def _configs(paths) -> list:
 def test_graceful_preemption_equals_each_simulation(tmp_path, seed, n_nodes, n_pods, n_bound,
                                                     grace):
     cluster, trace, cfgs = write_inputs(tmp_path, seed, n_nodes, n_pods, n_bound)
-    objs = list(yaml.safe_load_all(open(cluster)))
+    objs = list(yaml.safe_load_all(Path(cluster).read_text()))
     assert_runs(objs, _configs(cfgs[:2]), trace, [0, 1 + seed % 5], grace)
 
 
@@ -160,7 +161,7 @@ def test_graceful_preemption_with_node_events_equals_each_simulation(
     rng = np.random.default_rng(seed + 7919)
     steps = scenario_steps(rng, n_nodes, n_steps)
     steps += _pod_steps(rng, steps, cluster, n_created)
-    objs = list(yaml.safe_load_all(open(cluster)))
+    objs = list(yaml.safe_load_all(Path(cluster).read_text()))
     assert_runs(objs, _configs(cfgs[:1]), trace, [0, 1 + seed % 5], grace, {"steps": steps})
 
 

@@ -54,7 +54,7 @@ def test_pods_of_the_lowest_priority_fail_without_preempting(tmp_path):
 
 @pytest.mark.cudasim
 @needs_cuda
-@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 @pytest.mark.parametrize("grace", [0.0, 10.0])
 @pytest.mark.parametrize("steps", [None, [{"at": 100, "drain": "n1"}]])
 def test_cuda_forms_follow_the_bindings_too(tmp_path, grace, steps):

@@ -299,7 +299,8 @@ def test_random_gone_draws_hit_both_outcomes(tmp_path):
         except SimulationError as exc:
             how = exc.__notes__[0]
         if how not in seen:
-            seen[how] = (open(nodes).read(), open(pods).read(), sc)
+            with open(nodes) as fn, open(pods) as fp:
+                seen[how] = (fn.read(), fp.read(), sc)
         if len(seen) == 4:
             break
     assert set(seen) == {None} | {f"the pod {w} before its delete" for w in LEFT.values()}

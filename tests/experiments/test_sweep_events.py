@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -78,7 +79,7 @@ def pod_steps(rng, node_steps: list, cluster: str, n_pods: int,
     drain or removal since it arrived, its duration not over, its node
     still there; ``gone``: a queued pod's delete any time after its
     creation, the pod perhaps gone)."""
-    objs = list(yaml.safe_load_all(open(cluster)))
+    objs = list(yaml.safe_load_all(Path(cluster).read_text()))
     bound = {o["metadata"]["name"]: o["spec"]["nodeName"] for o in objs
              if o.get("kind") == "Pod" and o["spec"].get("nodeName")}
     pending = [o["metadata"]["name"] for o in objs
@@ -298,7 +299,7 @@ def test_cordoned_variants_keep_classes(tmp_path):
              {"at": 20, "cordon": "n1"}]
     cluster, tr, cfg, sc = _write(tmp_path, objs, trace, steps)
     objects = S.run.cluster_objects(cluster=cluster)
-    s = SL.trace_setup(objects, yaml.safe_load(open(cfg)), ts.read_trace(tr),
+    s = SL.trace_setup(objects, yaml.safe_load(Path(cfg).read_text()), ts.read_trace(tr),
                        load_scenario(sc))
     assert len(s.events.probers) == 2
     assert s.events.rej.shape[1] == 4
@@ -363,14 +364,14 @@ def test_a_node_added_after_a_removal_takes_the_freed_row(tmp_path):
              {"at": 40, "addNodes": {"template": node_dict("z", cpu="1", memory="4Gi")}}]
     cluster, tr, cfg, sc = _write(tmp_path, objs, trace, steps)
     objects = S.run.cluster_objects(cluster=cluster)
-    s = SL.trace_setup(objects, yaml.safe_load(open(cfg)), ts.read_trace(tr),
+    s = SL.trace_setup(objects, yaml.safe_load(Path(cfg).read_text()), ts.read_trace(tr),
                        load_scenario(sc))
     assert s.events.plan.local_rows == [0, 1, 2]
     assert s.events.plan.node[-2:] == [2, 0]        # y takes n2's row, z n0's
     (r,) = ts.simulate_batch(cluster, [tr], [cfg], seeds=[0], scenario=sc)
     assert r.bind[2] == 40.0 and r.node_names[r.node[2]] in ("y", "z")
     # each pod's node and binding time as the Simulation's Bound events say
-    sim = ts.Simulation(copy.deepcopy(objects), yaml.safe_load(open(cfg)), "numba", 0)
+    sim = ts.Simulation(copy.deepcopy(objects), yaml.safe_load(Path(cfg).read_text()), "numba", 0)
     bound = {}
     sim.scheduler.subscribe("Bound", lambda e: bound.__setitem__(
         e["pod"], (e["node"], sim.clock.now())))
@@ -469,7 +470,8 @@ def test_a_delete_the_simulation_cannot_find_is_its_error(tmp_path):
     with pytest.raises(ScenarioError, match="not found"):
         ts.simulate_batch(cluster, [tr], [cfg], seeds=[0], scenario=sc)
     with pytest.raises(ScenarioError, match="not found"):
-        sim = ts.Simulation(S.run.cluster_objects(cluster=cluster), yaml.safe_load(open(cfg)))
+        sim = ts.Simulation(S.run.cluster_objects(cluster=cluster),
+                            yaml.safe_load(Path(cfg).read_text()))
         sim.scenario(sc)
 
 

@@ -16,6 +16,7 @@ per-run way."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -242,9 +243,9 @@ def test_what_is_not_covered_is_refused_by_name_and_runs_per_job(tmp_path):
 
 def test_configurations_share_one_call_each_with_its_profile(tmp_path):
     cluster, trace, configs = _write(tmp_path, 5, 4, 20, 1)
-    objs = list(yaml.safe_load_all(open(cluster)))
+    objs = list(yaml.safe_load_all(Path(cluster).read_text()))
     tr = run.read_trace_file(trace)
-    setups = [SL.trace_setup(objs, yaml.safe_load(open(c)), tr) for c in configs]
+    setups = [SL.trace_setup(objs, yaml.safe_load(Path(c).read_text()), tr) for c in configs]
     assert SL.share_call(setups)
     seeds = [[0, 3], [1], [2, 4]]
     together = SL.run_setups(setups, seeds)
@@ -262,13 +263,13 @@ def test_simulate_batch_on_manifests_equals_each_simulation(tmp_path, durations,
     import tensorsched as ts
 
     cluster, trace, configs = _write(tmp_path, 11, 4, 18, 1, durations, priorities)
-    objs = list(yaml.safe_load_all(open(cluster)))
+    objs = list(yaml.safe_load_all(Path(cluster).read_text()))
     runs = ts.simulate_batch(cluster, [trace], configs[:2], seeds=[0, 5])
     assert [(r.trace, r.config, r.seed) for r in runs] == [(0, 0, 0), (0, 0, 5), (0, 1, 0),
                                                           (0, 1, 5)]
     tr = run.read_trace_file(trace)
     for r in runs:
-        cfg = yaml.safe_load(open(configs[r.config]))
+        cfg = yaml.safe_load(Path(configs[r.config]).read_text())
         sim = ts.Simulation(objs, cfg, "numba", r.seed)
         bound = {}
         sim.scheduler.subscribe("Bound", lambda e: bound.__setitem__(

@@ -13,6 +13,7 @@ preempt; what stays refused is refused by name."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -60,7 +61,7 @@ def _pod_steps(rng, node_steps: list, cluster: str, n_pods: int,
     where the Simulation finds them then; ``preempted``: a created one of
     any priority, any time after its creation (it may be gone: preempted,
     left, drained, removed with its node)."""
-    objs = list(yaml.safe_load_all(open(cluster)))
+    objs = list(yaml.safe_load_all(Path(cluster).read_text()))
     top = 0 if preempted else 5000
     bound = {o["metadata"]["name"]: o["spec"]["nodeName"] for o in objs
              if o.get("kind") == "Pod" and o["spec"].get("nodeName")
@@ -257,8 +258,9 @@ NOT_FOUND = "Pod default/low: not found (NotFound): no such pod pending or bound
 def _per_run_error(cluster, tr, sc, seed=0, cfg=None):
     """The message the run's own Simulation stops with (``cfg`` a config
     path, None the default profile), None when it runs."""
-    objs = list(yaml.safe_load_all(open(cluster)))
-    sim = ts.Simulation(objs, yaml.safe_load(open(cfg)) if cfg else None, "numpy", seed)
+    objs = list(yaml.safe_load_all(Path(cluster).read_text()))
+    sim = ts.Simulation(objs, yaml.safe_load(Path(cfg).read_text()) if cfg else None, "numpy",
+                        seed)
     sim.scenario(sc)
     sim.submit(run.read_trace_file(tr))
     try:

@@ -267,7 +267,7 @@ def test_what_the_kernel_does_not_cover_takes_the_scheduler():
 
 @pytest.mark.cudasim
 @needs_cuda
-@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 def test_several_templates_on_the_cuda_kernel_equal_the_scheduler():
     cl = cluster_of(_two_zones(5, tainted={0}))
     templates = [_template("t0", "500m", tolerate=True), _template("t1", "300m", prefer_a=True),

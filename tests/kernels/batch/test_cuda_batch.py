@@ -128,7 +128,7 @@ def _trace_runs(inv, tw, jobs, per_chunk):
     return twin, dev, a
 
 
-@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 def test_cuda_preemption_equals_the_twin():
     """DefaultPreemption in the queue (thread 0 adds the nominated pods
     around a cycle, searches the victims, evicts them): on a small
@@ -158,7 +158,7 @@ def test_cuda_preemption_equals_the_twin():
             np.testing.assert_array_equal(getattr(x, name), getattr(y, name), err_msg=name)
 
 
-@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 def test_cuda_preemption_with_a_grace_equals_the_twin():
     """A termination grace above 0 (victims terminating on their node
     until it ends, thread 0 letting them leave; a preemptor whose

@@ -153,7 +153,7 @@ def _device(cases):
     return dt.copy_to_host(), dpw.copy_to_host(), dps.copy_to_host(), dvs.copy_to_host(), after
 
 
-@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 def test_block_victim_search_equals_the_serial_twin():
     twin = _twin()
     rng = np.random.default_rng(2)
@@ -201,7 +201,7 @@ def test_block_victim_search_equals_the_serial_twin():
     assert cut >= 1 and tied >= 1 and summed >= 1, (cut, tied, summed)
 
 
-@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 def test_preempting_runs_with_more_nodes_than_threads_equal_the_twin():
     """Through the whole kernel: two preempting runs in one chunk (the
     second's pods after the first's in the per-pod slots) on 20 nodes of 1
@@ -244,7 +244,7 @@ def _row_lists(rng, c):
     return nhead, pnext
 
 
-@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 @pytest.mark.parametrize("every_row", [False, True])
 def test_block_victim_search_from_row_lists_equals_the_scan(every_row):
     """The search over potential rows (a random subset, in row order; or,

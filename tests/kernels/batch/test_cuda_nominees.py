@@ -42,7 +42,7 @@ def _burst():
     return inv, tw
 
 
-@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 @pytest.mark.parametrize("grace", [0.0, 3.0])
 def test_cuda_runs_with_many_nominations_equal_the_twin(grace):
     inv, tw = _burst()

@@ -115,7 +115,7 @@ def _twin(x):
     return t, nv, low, vout[:nv], stats[4:8], x["used"], x["head"], x["nxt"]
 
 
-@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 def test_block_search_equals_the_twins_serial_search():
     from tensorsched.kernels.batch.local_preempt_cuda import LVS_N, block_preempt_on
     from tensorsched.kernels.batch.warp import THREADS, WARPS

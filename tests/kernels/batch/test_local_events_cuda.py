@@ -5,6 +5,8 @@ tiny random clusters, traces and scenarios (cordon, uncordon, drain,
 addNodes, node deletes; pod creates and deletes), several configurations
 in one call."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import yaml
@@ -21,7 +23,7 @@ from support.local_scenarios import write_scenario
 from support.local_traces import write_inputs
 
 pytestmark = [pytest.mark.cudasim, needs_cuda,
-              pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")]
+              pytest.mark.filterwarnings("error::RuntimeWarning")]
 
 
 # pod steps: creates (one leaving after a duration, a DaemonSet's the
@@ -49,9 +51,10 @@ def _events_of(tmp_path, seed, monkeypatch, pods=False, n_nodes=3):
         sc = parse_scenario({"steps": POD_STEPS})
     else:
         sc = load_scenario(write_scenario(tmp_path, seed, n_nodes, 5))
-    objs = list(yaml.safe_load_all(open(cluster)))
+    objs = list(yaml.safe_load_all(Path(cluster).read_text()))
     tr = run.read_trace_file(trace)
-    setups = [SL.trace_setup(objs, yaml.safe_load(open(c)), tr, sc) for c in configs[:2]]
+    setups = [SL.trace_setup(objs, yaml.safe_load(Path(c).read_text()), tr, sc)
+              for c in configs[:2]]
     calls = []
     monkeypatch.setattr(SL, "run_local_events", lambda ev, threads=None: calls.append(ev) or
                         run_local_events(ev, threads))

@@ -5,6 +5,8 @@ run_local_preempt``): a tiny random cluster and trace with priorities
 that preempt (queued and bound pods), two configurations and seeds in
 one call."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import yaml
@@ -17,15 +19,15 @@ from tensorsched.experiments import sweep_local as SL
 from tensorsched.kernels.batch.local_preempt import run_local_preempt
 
 pytestmark = [pytest.mark.cudasim, needs_cuda,
-              pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")]
+              pytest.mark.filterwarnings("error::RuntimeWarning")]
 
 
 def _preempt_of(tmp_path, monkeypatch):
     """The LocalPreempt ``sweep_local.run_setups`` hands the CPU twin."""
     cluster, trace, configs = write_inputs(tmp_path, 3, 2, 10, 2)
-    objs = list(yaml.safe_load_all(open(cluster)))
+    objs = list(yaml.safe_load_all(Path(cluster).read_text()))
     tr = run.read_trace_file(trace)
-    setups = [SL.trace_setup(objs, yaml.safe_load(open(c)), tr) for c in configs[:2]]
+    setups = [SL.trace_setup(objs, yaml.safe_load(Path(c).read_text()), tr) for c in configs[:2]]
     calls = []
     monkeypatch.setattr(SL, "run_local_preempt", lambda p, threads=None: calls.append(p) or
                         run_local_preempt(p, threads))

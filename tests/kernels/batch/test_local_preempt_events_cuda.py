@@ -6,6 +6,8 @@ bound pods, a scenario that drains, deletes, adds and cordons nodes and
 deletes a bound pod, two configurations and seeds in one call, where pods
 preempt and leave with their nodes."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import yaml
@@ -20,7 +22,7 @@ from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.kernels.batch.local_preempt_events import run_local_preempt_events
 
 pytestmark = [pytest.mark.cudasim, needs_cuda,
-              pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")]
+              pytest.mark.filterwarnings("error::RuntimeWarning")]
 
 STEPS = [{"at": 3, "drain": "n0"}, {"at": 4, "create": node_dict("c", cpu="2", memory="4Gi")},
          {"at": 30, "cordon": "n1"}, {"at": 31, "delete": {"kind": "Pod", "name": "top"}},
@@ -30,13 +32,14 @@ STEPS = [{"at": 3, "drain": "n0"}, {"at": 4, "create": node_dict("c", cpu="2", m
 def _calls_of(tmp_path, monkeypatch):
     """The LocalPreemptEvents ``sweep_local.run_setups`` hands the CPU twin."""
     cluster, trace, configs = write_inputs(tmp_path, 0, 2, 10, 2)
-    objs = list(yaml.safe_load_all(open(cluster)))
+    objs = list(yaml.safe_load_all(Path(cluster).read_text()))
     top = pod_dict("top", cpu="500m", memory="256Mi", priority=5000)
     top["spec"]["nodeName"] = "n1"
     objs.append(top)
     tr = run.read_trace_file(trace)
     sc = parse_scenario({"steps": STEPS})
-    setups = [SL.trace_setup(objs, yaml.safe_load(open(c)), tr, sc) for c in configs[:2]]
+    setups = [SL.trace_setup(objs, yaml.safe_load(Path(c).read_text()), tr, sc)
+              for c in configs[:2]]
     calls = []
     monkeypatch.setattr(SL, "run_local_preempt_events", lambda pe, threads=None:
                         calls.append(pe) or run_local_preempt_events(pe, threads))

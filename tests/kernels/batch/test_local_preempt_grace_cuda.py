@@ -15,7 +15,7 @@ from tensorsched.kernels.batch.local_preempt import run_local_preempt
 from tensorsched.kernels.batch.local_preempt_events import run_local_preempt_events
 
 pytestmark = [pytest.mark.cudasim, needs_cuda,
-              pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")]
+              pytest.mark.filterwarnings("error::RuntimeWarning")]
 
 
 def test_cuda_graceful_preemption_equals_the_twin(tmp_path, monkeypatch):

@@ -7,6 +7,8 @@ unequal priorities and creation times), several configurations in one call
 percentage of nodes to score's scan window, bound pods' InterPodAffinity
 terms."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import yaml
@@ -22,7 +24,7 @@ from tensorsched.kernels.batch.local_cpu import run_local_trace
 from support.local_traces import write_inputs as _write
 
 pytestmark = [pytest.mark.cudasim, needs_cuda,
-              pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")]
+              pytest.mark.filterwarnings("error::RuntimeWarning")]
 
 
 def _same(t):
@@ -37,9 +39,9 @@ def _same(t):
 def _trace_of(cluster, trace, configs, seeds, monkeypatch):
     """The LocalTrace ``sweep_local.run_setups`` hands the CPU twin for the
     configurations' jobs under ``seeds`` (one list per configuration)."""
-    objs = list(yaml.safe_load_all(open(cluster)))
+    objs = list(yaml.safe_load_all(Path(cluster).read_text()))
     tr = run.read_trace_file(trace)
-    setups = [SL.trace_setup(objs, yaml.safe_load(open(c)), tr) for c in configs]
+    setups = [SL.trace_setup(objs, yaml.safe_load(Path(c).read_text()), tr) for c in configs]
     calls = []
     monkeypatch.setattr(SL, "run_local_trace", lambda t, threads=None: calls.append(t) or
                         run_local_trace(t, threads))

@@ -3,6 +3,7 @@ import builtins
 import csv
 import statistics
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -41,14 +42,15 @@ def test_replay_cli_writes_expected_columns(tmp_path):
         with open(name) as f, open(EXP + ref) as g:
             ours, theirs = next(csv.reader(f)), next(csv.reader(g))
             assert ours == theirs
-    row = next(csv.DictReader(open(out)))
+    row = next(csv.DictReader(Path(out).read_text().splitlines()))
     assert row["workload"] == "openb_pod_list_default" and row["sc_policy"] == "05-BestFit"
     assert row["total_gpus"] == "6212"
     assert float(row["50"]) == pytest.approx(50, abs=0.5)      # nothing fails at half load
     # the fragmentation measure of the empty cluster equals the published one
     pub = statistics.mean(read_expected(EXP + "analysis_frag_ratio_discrete.csv",
                                         "openb_pod_list_default", "BestFit", 0))
-    ours = float(next(csv.DictReader(open(tmp_path / "r_frag_ratio.csv")))["0"])
+    ratio = (tmp_path / "r_frag_ratio.csv").read_text().splitlines()
+    ours = float(next(csv.DictReader(ratio))["0"])
     assert ours == pytest.approx(pub, abs=0.3)
 
 
@@ -98,7 +100,7 @@ def test_sweep_tiny_configuration(tmp_path):
     res = R.sweep(nodes_path, [pods_a, pods_b], ["Random", "FGD"], [1, 2], workers=2, output=str(out))
     assert [(wl, r.policy, r.seed) for wl, r in res] == [
         (wl, p, s) for wl in ("openb_pod_list_a", "openb_pod_list_b") for p in ("Random", "FGD") for s in (1, 2)]
-    rows = list(csv.DictReader(open(out)))
+    rows = list(csv.DictReader(Path(out).read_text().splitlines()))
     assert len(rows) == 8 * 3
     assert {r["metric"] for r in rows} == {"alloc", "frag_amount", "frag_ratio"}
     assert list(rows[0])[:9] == ["workload", "sc_policy", "tune", "seed", "metric", "total_gpus", "pods",
@@ -117,7 +119,7 @@ def test_sweep_cli_and_plot(tmp_path, capsys):
     out, png = tmp_path / "s.csv", tmp_path / "alloc.png"
     assert main(["replay", "--sweep", "--nodes", nodes_path, "--pods", pods_path, "--policies", "BestFit,FGD",
                  "--seeds", "1-2", "--workers", "1", "--output", str(out), "--plot", str(png)]) == 0
-    assert len(list(csv.DictReader(open(out)))) == 2 * 2 * 3
+    assert len(list(csv.DictReader(Path(out).read_text().splitlines()))) == 2 * 2 * 3
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "sweep: 4 runs" in capsys.readouterr().err
 
