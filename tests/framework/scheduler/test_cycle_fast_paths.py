@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from support.heard_pods import HeardPods
 from tensorsched.framework.errors import StateError
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
@@ -25,18 +26,6 @@ from tensorsched.framework.state import cluster_state as CS
 from tensorsched.generators.clusters import node_dict, pod_dict
 
 INT64_MAX = (1 << 63) - 1
-
-
-class _Heard:
-    def __init__(self):
-        self.events: list = []
-
-    def on_pod(self, record, row, delta):
-        self.events.append((record.key, int(row), delta))
-
-    def on_pods(self, records, rows, delta):
-        for rec, row in zip(records, rows.tolist()):
-            self.on_pod(rec, row, delta)
 
 
 def _pod(name: str, kind: int, k: int) -> dict:
@@ -77,7 +66,7 @@ def _play(nodes, pods, seed: int, fast: bool, listen: bool) -> dict:
     state = sched.cluster.state
     state.bound_sum_room = fast
     sched.binding.quiet_bindings = fast
-    heard = _Heard()
+    heard = HeardPods()
     state.listeners.add(heard)
     events: list = []
     if listen:

@@ -106,7 +106,7 @@ def test_backends_name_their_run_paths():
 
 @pytest.mark.cudasim
 @needs_cuda
-@pytest.mark.filterwarnings("ignore:overflow encountered in scalar:RuntimeWarning")
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 def test_cuda_reports_the_sort_path_or_the_device_run(monkeypatch):
     monkeypatch.setattr(run_sort, "ENABLED", True)
     pods = _pods(14)

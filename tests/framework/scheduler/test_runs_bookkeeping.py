@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from support.heard_pods import HeardPods
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.generators.clusters import node_dict, pod_dict
@@ -29,21 +30,6 @@ def every_run_sorted(monkeypatch):
     """The sort path takes short runs too."""
     monkeypatch.setattr(run_sort, "ENABLED", True)
     monkeypatch.setattr(run_sort, "CPU_MIN_SHARE", 0.0)
-
-
-class _Heard:
-    """A state listener: (key, row, delta) per pod, a many-pod form spelled
-    out pod by pod."""
-
-    def __init__(self):
-        self.events: list = []
-
-    def on_pod(self, record, row, delta):
-        self.events.append((record.key, int(row), delta))
-
-    def on_pods(self, records, rows, delta):
-        for rec, row in zip(records, rows.tolist()):
-            self.on_pod(rec, row, delta)
 
 
 def _template_pod(name: str, t: int, k: int, owner: bool, labels: bool, uid: bool) -> dict:
@@ -79,7 +65,7 @@ def workloads(draw):
 def _play(nodes, pods, seed: int, batch: bool, listen: bool) -> dict:
     sched = Scheduler(build_cluster(nodes, CONFIG), "numba", seed, batch=batch)
     state = sched.cluster.state
-    heard = _Heard()
+    heard = HeardPods()
     state.listeners.add(heard)
     events: list = []
     if listen:
