@@ -87,6 +87,8 @@ LAUNCHES: dict[str, Launch] = {
         "kernels.fused._cuda:THREADS_PER_BLOCK", (_F + "test_backends.py",)),
     "kernels.fused._cuda:staged_rows_kernel": Launch(
         "kernels.fused._cuda:THREADS_PER_BLOCK", (_F + "test_cycle_uploads.py",)),
+    "kernels.fused._cuda:staged_write_kernel": Launch(
+        "kernels.fused._cuda:THREADS_PER_BLOCK", (_F + "test_device_stage.py",)),
     "kernels.fused._cuda:relayout_kernel": Launch(
         "kernels.fused._cuda:THREADS_PER_BLOCK", (_F + "test_mirror_capacity.py",)),
     "kernels.fused._cuda_cycle:cycle_pick_kernel": Launch(
