@@ -1,6 +1,7 @@
 """Device functions whose unsigned 64-bit arithmetic wraps modulo 2**64
 by design: the splitmix64 hashes of the seeded choices (``fused._core``'s
-tie rank and uniform draw, ``batch._candidates``' preemption offset).
+tie rank and uniform draw, ``batch._candidates``' preemption offset) and
+``fused._core``'s bit count of an int64 word.
 
 On a GPU, as in Numba's CPU code, a uint64 add or multiply past 2**64
 keeps the low 64 bits without a word; the hashes rely on it.  Under
@@ -26,8 +27,10 @@ import numpy as np
 from ._deps import CUDA_SIMULATOR
 
 #: ``fused._core``'s functions that wrap by design: the tie rank and the
-#: uniform draw (``batch._candidates`` names its own, ``WRAPS_MOD_2_64``)
-FUSED_CORE_WRAPS = ("tie_rank", "draw_index")
+#: uniform draw, and ``popcount64`` (``x - 1`` of a word with only the sign
+#: bit left wraps to INT64_MAX; the AND then clears it) (``batch._candidates``
+#: names its own, ``WRAPS_MOD_2_64``)
+FUSED_CORE_WRAPS = ("tie_rank", "draw_index", "popcount64")
 
 
 def device_jit(wraps: Iterable[str] = ()) -> Callable:
