@@ -355,12 +355,9 @@ class BindingCycle:
         assumed TTL, counters, nomination, latency, events and outcome."""
         if self.assume_ttl is not None:
             self.assumed[pod.key] = self.clock.now() + self.assume_ttl
-        metrics = self.metrics          # ``result`` and ``placed``, inline: once per pod
-        results = metrics.results
-        results["scheduled"] = results.get("scheduled", 0) + 1
-        metrics.placed_by[CYCLE_PATH] += 1
-        metrics.runs_by[CYCLE_PATH] += 1
-        if self.nominator.node_of:              # ``bool(nominator)``
+        metrics = self.metrics
+        metrics.scheduled_by(CYCLE_PATH)
+        if self.nominator:
             self.nominator.delete(pod.key)
         if pi is not None:
             metrics.e2e_latencies.append(self.clock.now() - pi.initial_timestamp)

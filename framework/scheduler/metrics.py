@@ -68,6 +68,14 @@ class MetricsRecorder:
             self.placed_by[path] += pods
             self.runs_by[path] += 1
 
+    def scheduled_by(self, path: str) -> None:
+        """One attempt ended scheduled, its pod placed by one call of
+        ``path``: ``result("scheduled")`` and ``placed(path)`` in one call
+        (a binding cycle's end, once per pod)."""
+        self.results["scheduled"] = self.results.get("scheduled", 0) + 1
+        self.placed_by[path] += 1
+        self.runs_by[path] += 1
+
     def result(self, kind: str) -> None:
         """One attempt ended ``kind`` (scheduled, unschedulable, error)."""
         self.results[kind] = self.results.get(kind, 0) + 1
