@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support.heard_pods import HeardPods
+from support.heard_pods import bound_state, watch
 from tensorsched.framework.errors import StateError
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
@@ -66,12 +66,7 @@ def _play(nodes, pods, seed: int, fast: bool, listen: bool) -> dict:
     state = sched.cluster.state
     state.bound_sum_room = fast
     sched.binding.quiet_bindings = fast
-    heard = HeardPods()
-    state.listeners.add(heard)
-    events: list = []
-    if listen:
-        sched.subscribe("*", lambda e: events.append(tuple(sorted(
-            (k, tuple(v) if isinstance(v, list) else v) for k, v in e.items()))))
+    heard, events = watch(sched, listen)
     for p in pods:
         fw = sched.cluster.framework_for(sched.cluster.resolve(p), "numba")
         fw.keep_plan_parts = fast
@@ -80,16 +75,11 @@ def _play(nodes, pods, seed: int, fast: bool, listen: bool) -> dict:
     metrics = sched.metrics()
     metrics.pop("stage_seconds")
     metrics["plugin_seconds"] = sorted(metrics["plugin_seconds"])
-    table = state.pods
     pending = [b.pod for b in out if b.node is None]
     return {
         "outcomes": [(b.pod, b.node, b.message, b.nominated_node, b.victims) for b in out],
-        "preemptions": preemptions, "events": events,
-        "bound": list(table), "records": [(r, row) for r, row in table.bound()],
-        "on_node": [list(d) for d in state.pods_on_node[: state.n_rows]],
-        "requested": state.requested[: state.n_rows].tolist(),
+        "preemptions": preemptions, "events": events, **bound_state(state),
         "nonzero": state.nonzero_requested[: state.n_rows].tolist(),
-        "priorities": dict(state.priorities), "pod_adds": state.pod_adds,
         "heard": heard.events, "metrics": metrics,
         "queue": sorted((k, pi.where, pi.attempts, tuple(sorted(pi.unschedulable_plugins)))
                         for k, pi in sched.queue.infos.items()),

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support.heard_pods import HeardPods
+from support.heard_pods import bound_state, watch
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.generators.clusters import node_dict, pod_dict
@@ -65,12 +65,7 @@ def workloads(draw):
 def _play(nodes, pods, seed: int, batch: bool, listen: bool) -> dict:
     sched = Scheduler(build_cluster(nodes, CONFIG), "numba", seed, batch=batch)
     state = sched.cluster.state
-    heard = HeardPods()
-    state.listeners.add(heard)
-    events: list = []
-    if listen:
-        sched.subscribe("*", lambda e: events.append(tuple(sorted(
-            (k, tuple(v) if isinstance(v, list) else v) for k, v in e.items()))))
+    heard, events = watch(sched, listen)
     out, preemptions = sched.schedule_pending(pods)
     metrics = sched.metrics()
     for k in ("stage_seconds", "plugin_seconds"):
@@ -79,14 +74,9 @@ def _play(nodes, pods, seed: int, batch: bool, listen: bool) -> dict:
     placed_by, runs_by = metrics.pop("placed_by"), metrics.pop("runs_by")
     metrics["placed"] = sum(placed_by.values())
     assert all(runs_by[p] <= n for p, n in placed_by.items())
-    table = state.pods
     return {
         "outcomes": [(b.pod, b.node, b.message, b.nominated_node, b.victims) for b in out],
-        "preemptions": preemptions, "events": events,
-        "bound": list(table), "records": [(r, row) for r, row in table.bound()],
-        "on_node": [list(d) for d in state.pods_on_node[: state.n_rows]],
-        "requested": state.requested[: state.n_rows].tolist(),
-        "priorities": dict(state.priorities), "pod_adds": state.pod_adds,
+        "preemptions": preemptions, "events": events, **bound_state(state),
         "heard": sorted(heard.events), "metrics": metrics,
         "runs": sched.run_lengths if batch else None,
     }
