@@ -28,6 +28,7 @@ import tensorsched as ts
 from tensorsched.experiments import simulate_run as run
 from tensorsched.experiments import sweep as S
 from tensorsched.experiments import sweep_local as SL
+from tensorsched.framework.errors import ArgumentError
 from tensorsched.generators.clusters import node_dict, pod_dict
 
 from support.local_clusters import config
@@ -290,7 +291,6 @@ def test_an_endless_generator_of_objects_is_refused_not_listed(tmp_path, monkeyp
     # thousand here: listing ten million takes a second)
     import itertools
 
-    from tensorsched.framework.errors import ArgumentError
     monkeypatch.setattr(SL, "MAX_OBJECTS", 1000)
     trace = _trace(tmp_path, "name,arrival,cpu\np0,0,100m\n")
     for function in ("trace_runs", "trace_setup"):

@@ -9,6 +9,7 @@ import pytest
 from support.builders import case, node, one_plugin_config, pod
 
 from tensorsched.framework.parsing.manifests import parse_pod
+from tensorsched.framework.errors import ConfigError
 from tensorsched.framework.plugins import priority_sort
 from tensorsched.framework.records.pod_columns import PodColumns
 from tensorsched.framework.scheduler.cluster import build_cluster
@@ -105,7 +106,6 @@ def test_sort_columns_are_the_sort_keys():
 def test_queue_sort_is_required():
     # every profile needs exactly one queueSort plugin: disabling it is an error
     from tensorsched.framework.config.kube_config import load_config
-    from tensorsched.framework.errors import ConfigError
     cfg = one_plugin_config("NodeName")
     cfg["profiles"][0]["plugins"]["queueSort"] = {"disabled": [{"name": "*"}]}
     with pytest.raises(ConfigError) as err:

@@ -6,7 +6,7 @@ after every step (nothing double-counted, nothing lost)."""
 import pytest
 from support.checks import check
 
-from tensorsched.framework.errors import ManifestError
+from tensorsched.framework.errors import ArgumentError, ManifestError
 from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.plugins import in_tree_registry
@@ -368,7 +368,6 @@ def test_schedule_pending_refuses_an_endless_iterator_before_queueing(monkeypatc
     refused naming the argument; nothing is queued or bound."""
     import itertools
 
-    from tensorsched.framework.errors import ArgumentError
     from tensorsched.framework.scheduler import scheduler as scheduler_module
     monkeypatch.setattr(scheduler_module, "MAX_OBJECTS", 1000)
     sched = Scheduler(build_cluster([node_dict("n0")]), backend="numpy")

@@ -14,6 +14,7 @@ gym = pytest.importorskip("gymnasium")
 from gymnasium.utils.env_checker import check_env
 
 import tensorsched as ts
+from tensorsched.framework.errors import ArgumentError
 from tensorsched.generators.clusters import node_dict, pod_dict
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.explain import explain_pod
@@ -341,7 +342,6 @@ def test_endless_generators_are_refused_not_listed(monkeypatch):
     import itertools
 
     from tensorsched.framework.arguments import MAX_LISTED_PODS
-    from tensorsched.framework.errors import ArgumentError
     from tensorsched.framework.simulation import gym_env
     monkeypatch.setattr(gym_env, "MAX_OBJECTS", 1000)
     with pytest.raises(ArgumentError, match="^SchedulingEnv: cluster: at most 1,000 "

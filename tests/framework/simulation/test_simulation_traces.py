@@ -7,6 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tensorsched.generators.clusters import node_dict
+from tensorsched.framework.errors import ArgumentError
 from tensorsched.framework.parsing.meta import NameRules
 from tensorsched.framework.simulation.simulation import Simulation
 from tensorsched.framework.simulation.trace import TraceError, read_trace, trace_from_table
@@ -198,7 +199,6 @@ def test_templates_from_an_endless_generator_are_refused_not_listed(tmp_path):
     import itertools
 
     from tensorsched.framework.arguments import MAX_LISTED_PODS
-    from tensorsched.framework.errors import ArgumentError
     path = tmp_path / "t.csv"
     path.write_text("name,arrival,template\na,0,0\n")
     table = pa.table({"name": ["a"], "arrival": [0.0], "template": [0]})

@@ -12,6 +12,7 @@ from support.openb import openb_slice, read_openb_slice, with_durations
 
 pytest.importorskip("gymnasium")
 
+from tensorsched.framework.errors import BackendError  # noqa: E402
 from tensorsched.kernels.gpu.share import POLICIES  # noqa: E402
 from tensorsched.topology.gpu import read_openb_nodes  # noqa: E402
 from tensorsched.topology.openb import batch as B  # noqa: E402
@@ -89,7 +90,6 @@ def test_device_actions_and_observations(tmp_path):
 
 
 def test_backend_arguments_refused(tmp_path):
-    from tensorsched.framework.errors import BackendError
     inv, pods = read_openb_slice(tmp_path, "gpuspec10", 4, 6)
     with pytest.raises(ValueError, match="device_arrays"):
         OpenbVectorEnv(inv, [pods], [(0, "FGD", 1)], device_arrays=True)

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from support.openb import read_openb_slice
 
+from tensorsched.framework.errors import BackendError
 from tensorsched.kernels.batch import arrays as BA
 from tensorsched.kernels.batch import cpu
 from tensorsched.kernels.fused.ties import draw_index, pick_tied, seed_mix
@@ -277,7 +278,6 @@ def test_sweep_experiment_jobs_run_batched(tmp_path):
 def test_cuda_without_a_device_is_refused_before_any_run(tmp_path):
     from support.backends import cuda_available
 
-    from tensorsched.framework.errors import BackendError
     if cuda_available():
         pytest.skip("a CUDA device or the simulator is here")
     inv, pods = read_openb_slice(tmp_path, "default", 20, 50)
