@@ -1,72 +1,20 @@
-"""A scenario's node and pod steps as the batched node-local trace
-kernel's events (``kernels.batch.local_events``), and a run's sweep row
-from them.
-
-``plan_events(cluster, scenario)`` follows the steps in time order as the
-Simulation applies them (``framework/simulation/changes.py``): a node added
-(``addNodes``, a Node ``create``) takes the next row (a row from the start
-in the kernel, absent until then); ``cordon`` / ``uncordon`` replace the
-node's object (``set_unschedulable``: the field and the taint together) and
-move the pool for Node/Update; ``drain`` cordons a node that is not
-unschedulable yet, then evicts its pods (Pod/Delete) but those ``kubectl
-drain`` leaves (DaemonSet's, static: the manifests' bound ones stay, a
-queued one bound there stays by an ``EV_KEEP`` event before the drain's);
-a Node ``delete`` /
-``removeNodes`` deletes its pods (Pod/Delete), then the node (Node/Delete).
-Each distinct object a node takes is a variant: the kernel's universe holds
-every node once per variant (variant v of the cluster: each node's v-th
-object, or its last), so a step swaps a node's static answers for those of
-another universe row.  A node added while a removed node's row is free
-takes that row (the last freed first, as the cluster state reuses rows):
-the kernel's local row then holds another universe node from its time; a
-node added again under a removed node's name is another universe node,
-``<name>.<k>`` (its name the only difference, and no queued pod's node
-affinity reads names).  With no node left, a pod failing there is
-rejected by no plugin and every event moves it (an arrival too).
-
-Pod steps, as the Simulation's agenda orders them at one time (deletes
-with the departures, before them; node steps; creates with the arrivals,
-before the trace's): a created pod is a row of the kernel's trace
-(``scenario_trace``: its class built as the trace pods' are, arriving at
-its step's time, leaving its ``duration`` after its binding, in
-PrioritySort's order by its own priority and creation time); a Pod delete
-is an event before the departures of its time (``EV_POD_DELETE``): a
-bound pod frees its node (Pod/Delete moves the pods listening to it), a
-pending one leaves the queue; a manifests' bound pod deleted frees its
-requests on its node.  The steps are checked as the Simulation checks
-them (``check_steps``, before the trace is submitted): a node absent then
-or added while present, a pod not found (a trace pod: not submitted yet)
-raise its own ``ScenarioError``.
-
-A queued pod (the manifests' pending one, a created one) may be gone
-before its delete: left, its ``duration`` over; evicted by a drain;
-deleted with its node; preempted.  Its Simulation then stops at the
-step with NotFound (``changes.pod_not_found``); the kernel's delete does
-nothing and its run goes on, and ``missed_delete`` finds the run's first
-such delete afterwards (``ts.simulate_batch`` raises its error, a sweep
-reports the job as per job).  At one time the agenda applies the delete
-before a departure (pushed first) and a node step, as the kernel does.
-
-Refused, by the step's field and why (the per-run path takes the job): a
-pod created bound (``spec.nodeName``) or of no profile, or named as
-another pod (or created again); a delete of a manifests' bound pod that
-left with its node, or while InterPodAffinity terms are about; a node
-added or removed while ImageLocality scores an image (its score counts the nodes holding
-it), a node removed or drained whose bound pods InterPodAffinity's
-answers read.
+"""A run's sweep row from a scenario's node and pod steps played by the
+batched node-local trace kernel (``kernels.batch.local_events``).  The
+steps become the kernel's events in ``event_plan`` (``plan_events``; its
+doc holds the rules); here: the pods a scenario creates as trace rows
+(``scenario_trace``), a Pod delete whose pod was gone before it
+(``missed_delete``), each class's rejecting plugin per node
+(``rejector_codes``) and a run's row from its events (``row_steps``,
+``event_row``).
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from tensorsched.framework.capacity.batch_probe import BatchProfileError
-from tensorsched.framework.capacity.common import bound_pods
-from tensorsched.framework.parsing.manifests import parse_node
-from tensorsched.framework.parsing.node_lifecycle import drain_exemption, set_unschedulable
 from tensorsched.framework.runtime.cluster_events import (
     NODE_ADD,
     NODE_DELETE,
@@ -78,15 +26,12 @@ from tensorsched.framework.runtime.cluster_events import (
 from tensorsched.framework.scheduler.cluster import pod_from
 from tensorsched.framework.simulation.changes import pod_not_found
 from tensorsched.framework.simulation.errors import SimulationError
-from tensorsched.framework.simulation.scenario import check_steps
 from tensorsched.framework.simulation.series import percentile
 from tensorsched.kernels.batch.local_events import (
     EV_ADD,
     EV_DELETE,
     EV_EVICT,
-    EV_KEEP,
     EV_POD_DELETE,
-    EV_UPDATE,
     I_NODE_ADD,
     I_NODE_DELETE,
     I_NODE_UPDATE,
@@ -96,6 +41,7 @@ from tensorsched.kernels.batch.local_events import (
     WHY_EVICTED,
 )
 
+from .event_plan import NodeEvents, refuse
 from .sweep_batch import _at, finite, sample_times, time_mean
 
 _BITS = ((POD_DELETE, I_POD_DELETE), (NODE_ADD, I_NODE_ADD), (NODE_UPDATE, I_NODE_UPDATE),
@@ -153,102 +99,6 @@ def missed_delete(plan: NodeEvents, keys: list, run, bound_rows: dict | None = N
     return None
 
 
-def refuse(what: str, why: str) -> BatchProfileError:
-    return BatchProfileError(f"{what}: {why}; the batched node-local trace kernel does not "
-                             "cover it")
-
-
-@dataclass
-class NodeEvents:
-    """A scenario's node steps on one cluster: ``names`` the universe's
-    nodes (the cluster's, then those added, in order; one added again
-    under a removed node's name as ``<name>.<k>``), ``n0`` how many
-    are there at the start (local rows 0..n0-1); ``local_rows`` each
-    local row's first node (its universe index; a row freed by a removal
-    takes the next node added); ``variants[v]`` the objects (manifests) of
-    variant v of the cluster (every node's v-th object, or its last; the
-    nodes added appended); per event (time order) ``t`` (seconds),
-    ``kind`` (``local_events.EV_*``), ``node`` (local row), ``uid`` (the
-    node's universe index), ``variant`` (the object it takes), ``live``
-    (nodes in the cluster after it),
-    ``bound`` / ``bound_cpu`` / ``bound_mem`` (the manifests' bound pods it
-    removes, their cpu millicores and memory bytes), ``evict`` (they are
-    evicted, not deleted)."""
-
-    names: list
-    n0: int
-    variants: list
-    local_rows: list = field(default_factory=list)
-    t: list = field(default_factory=list)
-    kind: list = field(default_factory=list)
-    node: list = field(default_factory=list)
-    uid: list = field(default_factory=list)
-    variant: list = field(default_factory=list)
-    live: list = field(default_factory=list)
-    bound: list = field(default_factory=list)
-    bound_cpu: list = field(default_factory=list)
-    bound_mem: list = field(default_factory=list)
-    left: list = field(default_factory=list)       # a drain: {resource: requested} it leaves
-    left_nz: list = field(default_factory=list)    # ... and its non-zero cpu, memory
-    # a Pod delete of a manifests' bound pod: event index -> the pod's key
-    bound_deleted: dict = field(default_factory=dict)
-
-    @property
-    def n_all(self) -> int:
-        return len(self.names)
-
-    def occupants(self, local: np.ndarray, when: np.ndarray) -> np.ndarray:
-        """The universe index of the node on local row ``local[j]`` at
-        ``when[j]`` seconds (after that time's node events; -1 stays -1)."""
-        out = np.full(local.shape[0], -1, np.int64)
-        for r in np.unique(local[local >= 0]).tolist():
-            times = [-np.inf] + [t for t, k, n in zip(self.t, self.kind, self.node)
-                                 if k == EV_ADD and n == r]
-            ids = [self.local_rows[r]] + [u for k, n, u in zip(self.kind, self.node, self.uid)
-                                          if k == EV_ADD and n == r]
-            on = local == r
-            out[on] = np.asarray(ids, np.int64)[
-                np.searchsorted(np.asarray(times), when[on], side="right") - 1]
-        return out
-
-    def add(self, t, kind, node, uid, variant, live, bound=0, cpu=0, mem=0, left=None,
-            left_nz=(0, 0)) -> None:
-        for lst, v in ((self.t, float(t)), (self.kind, kind), (self.node, node), (self.uid, uid),
-                       (self.variant, variant), (self.live, live), (self.bound, bound),
-                       (self.bound_cpu, cpu), (self.bound_mem, mem), (self.left, left or {}),
-                       (self.left_nz, tuple(left_nz))):
-            lst.append(v)
-
-    def left_usage(self, resources: list, width: int) -> tuple:
-        """([E, width] what each event leaves requested on its node,
-        columns named ``resources``; [E, 2] its non-zero cpu, memory)."""
-        used = np.zeros((len(self.t), width), np.int64)
-        for e, left in enumerate(self.left):
-            for name, v in left.items():
-                if name in resources:
-                    used[e, resources.index(name)] = v
-        return used, np.asarray(self.left_nz, np.int64).reshape(len(self.t), 2)
-
-
-def _reads_node_names(pod) -> bool:
-    """Whether a pod's node affinity selects nodes by name (``matchFields``)."""
-    return "matchFields" in repr(pod.node_affinity or {})
-
-
-def _phase(st) -> int:
-    """Where a step's events go among those of its time on the Simulation's
-    agenda: pod deletes with the departures (first: pushed before any),
-    node steps, then pod creates with the arrivals (before the trace's)."""
-    if st.kind == "Pod":
-        return 0 if st.action == "delete" else 2
-    return 1
-
-
-def pod_key(obj: dict) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-
-
 class ScenarioTrace:
     """A trace with a scenario's created pods among its rows, what
     ``sweep_local.trace_setup`` reads of a trace: ``len``, ``arrival`` /
@@ -297,205 +147,6 @@ def scenario_trace(trace, scenario):
                                    for st in scenario.steps):
         return trace
     return ScenarioTrace(trace, scenario)
-
-
-def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
-    """The node events of ``scenario`` (a ``Scenario``) on the cluster
-    ``cl`` built from ``objects`` (manifests; its state loses the bound
-    pods the events remove); ``trace_pods`` the queued pods (records: the
-    manifests' pending pods, then the rows of ``scenario_trace``).
-    Raises ``BatchProfileError`` (module doc), or the Simulation's own
-    ``ScenarioError`` for a step it refuses."""
-    nodes = list(cl.objects.nodes)
-    names = [n.name for n in nodes]
-    objs = {n.name: [copy.deepcopy(n.obj)] for n in nodes}
-    cur = {name: 0 for name in names}
-    rows = {name: i for i, name in enumerate(names)}      # local rows (at their time)
-    uids = dict(rows)                                    # universe indices
-    present = set(names)
-    alias = {name: name for name in names}    # a live node's universe name
-    taken = set(names) | {(o.get("metadata") or {}).get("name") for st in scenario.steps
-                          if st.kind == "Node" for o in st.objects}
-    free: list = []
-    state = cl.state
-    ci, mi = state.resources.index["cpu"], state.resources.index["memory"]
-    # the manifests' bound pods per node: (pods, exempt from a drain, cpu, memory)
-    on_node: dict = {}
-    for p in bound_pods(cl):
-        on_node.setdefault(p.node_name, []).append(p)
-    bound_keys = {p.key for ps in on_node.values() for p in ps}
-    profiles = {p.scheduler_name for p in cl.config.profiles}
-    pending_keys = {p.key for p in cl.objects.pods if not p.node_name}
-    # the Simulation's own check (as ``Simulation.scenario``, before the
-    # trace is submitted): the pods a step deletes are the manifests' (a
-    # pending one from after 0 s: its arrival) or the scenario's own
-    check_steps(scenario, names, 0.0,
-                lambda key, t: key in bound_keys or (key in pending_keys and t > 0))
-    index: dict = {}
-    for j, p in enumerate(trace_pods):
-        index.setdefault(p.key, []).append(j)
-    for st in scenario.steps:
-        for o in st.objects if st.kind == "Pod" else ():
-            key = pod_key(o)
-            if len(index.get(key, ())) > 1 or key in bound_keys:
-                raise refuse(f"{st.field} (create Pod)", f"pod {key} named as another pod "
-                             "(or created again)")
-    index = {key: js[0] for key, js in index.items()}
-    arrive: dict = {}           # a deletable queued pod -> (arrival, seconds bound or None)
-    for p in trace_pods:
-        if p.key in pending_keys:
-            arrive[p.key] = (0.0, None)
-    ipa_queued = any(p.pod_affinity or p.pod_anti_affinity for p in trace_pods)
-    added: list = []
-    plan = NodeEvents(names, len(names), [], list(range(len(names))))
-    order = sorted(range(len(scenario.steps)), key=lambda k: (scenario.steps[k].at,
-                                                              _phase(scenario.steps[k]), k))
-    for st in (scenario.steps[k] for k in order):
-        where = st.field
-        if st.kind == "Pod" and st.action == "create":
-            for o in st.objects:
-                rec = pod_from(o)
-                if rec.node_name:
-                    raise refuse(f"{where} (create Pod)", "a pod created bound (spec.nodeName)")
-                if rec.scheduler_name not in profiles:
-                    raise refuse(f"{where} (create Pod)", f"no profile schedules pod {rec.key} "
-                                 f"(schedulerName {rec.scheduler_name!r})")
-                arrive[rec.key] = (st.at, st.duration)
-            continue
-        if st.kind == "Pod":            # a delete
-            for key in st.names:
-                if key in bound_keys:
-                    home = next((n for n, ps in on_node.items() if any(
-                        p.key == key for p in ps)), None)
-                    if home is None:
-                        raise refuse(f"{where} (delete Pod)", f"pod {key} left with its node "
-                                     "before (the Simulation's NotFound)")
-                    pod = next(p for p in on_node[home] if p.key == key)
-                    if ipa_queued or pod.pod_affinity or pod.pod_anti_affinity:
-                        raise refuse("InterPodAffinity", f"bound pod {key} deleted at "
-                                     f"{st.at:g}s (its terms' answers change)")
-                    r = state.node_rows[home]
-                    before = state.requested[r].copy()
-                    nz_before = state.nonzero_requested[r].copy()
-                    state.remove_pod(key)
-                    on_node[home] = [p for p in on_node[home] if p.key != key]
-                    gone = {nm: int(before[k] - state.requested[r, k])
-                            for k, nm in enumerate(state.resources.names)}
-                    u = alias[home]
-                    plan.add(st.at, EV_POD_DELETE, rows[u], uids[u], cur[u], len(present),
-                             -1, gone["cpu"], gone["memory"], gone,
-                             (int(nz_before[0] - state.nonzero_requested[r, 0]),
-                              int(nz_before[1] - state.nonzero_requested[r, 1])))
-                    plan.bound_deleted[len(plan.t) - 1] = key
-                    continue
-                if key not in arrive or key not in index:
-                    raise refuse(f"{where} (delete Pod)", f"pod {key} is not queued (no "
-                                 "profile schedules it: the Simulation's NotFound)")
-                # gone before (its duration over, its node drained or
-                # removed, preempted): read after the run (``missed_delete``)
-                arrive.pop(key)
-                plan.add(st.at, EV_POD_DELETE, 0, 0, 0, len(present), index[key])
-            continue
-        if st.action in ("create", "addNodes"):
-            for o in st.objects:
-                name = (o.get("metadata") or {}).get("name")
-                if name in present:
-                    raise refuse(f"{where} ({st.action})", f"node {name!r} exists")
-                u = name
-                o = copy.deepcopy(o)
-                if name in rows:
-                    # added again after its removal: the universe holds it
-                    # under a name of its own (``<name>.<k>``; only a
-                    # node's name tells them apart, and no queued pod reads it)
-                    if any(_reads_node_names(p) for p in trace_pods):
-                        raise refuse(f"{where} ({st.action})", f"node {name!r} added again "
-                                     "while a queued pod's node affinity reads node names")
-                    k = 1
-                    while f"{name}.{k}" in taken:
-                        k += 1
-                    u = f"{name}.{k}"
-                    taken.add(u)
-                    o["metadata"]["name"] = u
-                alias[name] = u
-                uids[u] = len(names)
-                if free:
-                    rows[u] = free.pop()
-                else:
-                    rows[u] = len(plan.local_rows)
-                    plan.local_rows.append(uids[u])
-                names.append(u)
-                objs[u] = [o]
-                cur[u] = 0
-                present.add(name)
-                added.append(u)
-                plan.add(st.at, EV_ADD, rows[u], uids[u], 0, len(present))
-            continue
-        for name in st.names:
-            if name not in present:
-                raise refuse(f"{where} ({st.action})", f"node {name!r} is not in the cluster "
-                             f"at {st.at:g}s")
-            u = alias[name]
-            row = rows[u]
-            if st.action in ("cordon", "uncordon", "drain"):
-                obj = objs[u][cur[u]]
-                if st.action != "drain" or not parse_node(obj).unschedulable:
-                    new = set_unschedulable(obj, st.action != "uncordon")
-                    if new not in objs[u]:
-                        objs[u].append(new)
-                    cur[u] = objs[u].index(new)
-                    plan.add(st.at, EV_UPDATE, row, uids[u], cur[u], len(present))
-                if st.action != "drain":
-                    continue
-            pods = on_node.pop(name, [])
-            evict = st.action == "drain"
-            if evict:
-                # the queued pods a drain leaves (DaemonSet's, static), in
-                # case they are bound there
-                for j, p in enumerate(trace_pods):
-                    if drain_exemption(p) is not None:
-                        plan.add(st.at, EV_KEEP, row, uids[u], cur[u], len(present), j)
-            left, left_nz = {}, (0, 0)
-            cpu = mem = 0
-            if pods:
-                # what the pods leaving took: the cluster's own accounting
-                # (``cl``'s state is this plan's: they leave it here)
-                r = state.node_rows[name]
-                before = state.requested[r].copy()
-                if evict:
-                    stay = [p for p in pods if drain_exemption(p) is not None]
-                    if stay:
-                        on_node[name] = stay
-                    pods = [p for p in pods if drain_exemption(p) is None]
-                for p in pods:
-                    state.remove_pod(p.key)
-                cpu = int(before[ci] - state.requested[r, ci])
-                mem = int(before[mi] - state.requested[r, mi])
-                left = {nm: int(state.requested[r, k])
-                        for k, nm in enumerate(state.resources.names)}
-                left_nz = (int(state.nonzero_requested[r, 0]),
-                           int(state.nonzero_requested[r, 1]))
-            if not evict:
-                present.discard(name)
-                free.append(row)
-            plan.add(st.at, EV_EVICT if evict else EV_DELETE, row, uids[u], cur[u],
-                     len(present), len(pods), cpu, mem, left, left_nz)
-    if EV_POD_DELETE in plan.kind and not plan.local_rows:
-        raise refuse("scenario (delete Pod)", "a cluster without nodes")
-    n_var = max(len(v) for v in objs.values()) if objs else 1
-    for v in range(n_var):
-        out = []
-        for o in objects:
-            if isinstance(o, dict) and o.get("kind") == "Node":
-                name = (o.get("metadata") or {}).get("name")
-                if name in objs:
-                    vs = objs[name]
-                    o = vs[min(v, len(vs) - 1)]
-            out.append(copy.deepcopy(o))
-        for name in added:
-            vs = objs[name]
-            out.append(copy.deepcopy(vs[min(v, len(vs) - 1)]))
-        plan.variants.append(out)
-    return plan
 
 
 def rejector_codes(prober) -> tuple[np.ndarray, int]:

@@ -112,6 +112,7 @@ from tensorsched.registry_slot import default_registry
 from tensorsched.topology.openb.batch_sim import simulate_batch as openb_batch
 
 from . import simulate_run as run
+from .event_plan import NodeEvents, plan_events
 from .sweep_batch import simulate_row
 from .sweep_preempt import (
     PreemptingProber,
@@ -124,11 +125,9 @@ from .sweep_preempt import (
     preempt_setup,
 )
 from .sweep_events import (
-    NodeEvents,
     RowSteps,
     event_row,
     missed_delete,
-    plan_events,
     rejector_codes,
     row_steps,
     scenario_trace,
