@@ -77,7 +77,7 @@ from tensorsched.kernels.batch.local_events import (
     EV_UPDATE,
 )
 
-__all__ = ["NodeEvents", "plan_events", "pod_key", "refuse"]
+__all__ = ["NodeEvents", "plan_events", "pod_key", "refuse", "step_phase"]
 
 
 def refuse(what: str, why: str) -> BatchProfileError:
@@ -162,7 +162,7 @@ def _reads_node_names(pod) -> bool:
     return "matchFields" in repr(pod.node_affinity or {})
 
 
-def _phase(st) -> int:
+def step_phase(st) -> int:
     """Where a step's events go among those of its time on the Simulation's
     agenda: pod deletes with the departures (first: pushed before any),
     node steps, then pod creates with the arrivals (before the trace's)."""
@@ -421,7 +421,7 @@ def plan_events(objects: list, cl, scenario, trace_pods) -> NodeEvents:
     ``ScenarioError`` for a step it refuses."""
     planner = _EventPlanner(cl, scenario, trace_pods)
     steps = scenario.steps
-    for k in sorted(range(len(steps)), key=lambda k: (steps[k].at, _phase(steps[k]), k)):
+    for k in sorted(range(len(steps)), key=lambda k: (steps[k].at, step_phase(steps[k]), k)):
         planner.step(steps[k])
     plan = planner.plan
     if EV_POD_DELETE in plan.kind and not plan.local_rows:

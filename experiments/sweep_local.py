@@ -34,7 +34,7 @@ InterPodAffinity's constants) passes one node for it, so a departure moves
 it as ``_queue`` moves every waiting pod.  A scenario's node steps
 (cordon, uncordon, drain, addNodes, Node deletes, removeNodes) run in the
 kernel as timed node events and its Pod steps too (creates as trace rows,
-deletes as events; ``sweep_events``, ``kernels.batch.
+deletes as events; ``event_plan``, ``sweep_events``, ``kernels.batch.
 local_events``): each failed pod then keeps the cluster events its
 rejecting plugins listen to and a departure or a node event moves only
 the pods listening to it, as the Simulation's queue does; so does a job
@@ -57,7 +57,7 @@ Simulation with NotFound (``sweep_events.missed_delete``, after the
 run): ``simulate_batch`` raises that error, type and message, for the
 first such run in product order, a sweep reports the job as its per-job
 path does.  Refused:
-``until``, a scenario step ``sweep_events`` refuses (named by the step's
+``until``, a scenario step ``event_plan`` refuses (named by the step's
 field: a Pod delete of a manifests' bound pod whose node left before,
 ...); what
 ``sweep_preempt`` refuses where a pod could preempt (InterPodAffinity terms, a

@@ -14,7 +14,7 @@ events (``plan_openb``, in time order, file order among equal times):
   cluster state gives it (a row freed by a removal, the last freed first,
   else the next one); the pool moves for Node/Add; a node added again
   under a removed node's name is another node of the universe, named
-  ``<name>.<k>`` in ``OpenbPlan.names`` (as ``sweep_events`` names it),
+  ``<name>.<k>`` in ``OpenbPlan.names`` (as ``event_plan`` names it),
   the later steps naming it act on it;
 - a node added with a NoSchedule or NoExecute taint (but the
   unschedulable one) rejects every trace pod (they tolerate nothing:
@@ -160,6 +160,7 @@ from tensorsched.topology.openb.batch import (
 from tensorsched.topology.plugins import NAME_SCORE, GpuShareFit, decode_score_args
 
 from . import simulate_run as run
+from .event_plan import step_phase
 from .sweep_batch import MIB, _at, finite, frag_under_events, sample_times, time_mean
 from .sweep_local import agenda_spans, samples_follow
 
@@ -379,163 +380,187 @@ def _created_pod(obj: dict, st, where: str) -> CreatedPod:
                       PrioritySort.sort_keys([rec])[0])
 
 
-def _phase(st) -> int:
-    """Where a step goes among those of its time on the Simulation's
-    agenda: pod deletes with the departures (before them), node steps,
-    pod creates with the arrivals (before the trace's)."""
-    if st.kind == "Pod":
-        return 0 if st.action == "delete" else 2
-    return 1
+class _OpenbPlanner:
+    """What ``plan_openb`` keeps while it walks a scenario's steps in the
+    Simulation's order: the universe's columns (``u``: GPUs, model, cpu,
+    memory MiB and bytes, pod slots per universe node) and names
+    (``names``; ``same[x]``: the first universe node of x's name), each
+    live name's row (``rows``; a removed node's row is ``free`` for the
+    next added) and universe node (``uid``), the nodes present, cordoned
+    and blocked by a taint, the pods the scenario creates (``created``;
+    ``made``: key -> index) and the events written so far (``ev``, with
+    the live nodes' capacity after each in ``caps``)."""
+
+    def __init__(self, inv: GpuInventory, scenario, trace):
+        self.n0 = n0 = inv.n_nodes
+        col = lambda v: np.asarray(v, np.int64).tolist()
+        self.u = {"gc": col(inv.gpu_count), "md": col(inv.model), "cpu": col(inv.cpu_cap),
+                  "mem": col(inv.mem_cap),
+                  "bytes": col(np.asarray(inv.mem_cap, np.int64) * MIB),
+                  "pods": [int(T.NODE_PODS)] * n0}
+        self.names = names = list(inv.names)
+        self.first = {name: i for i, name in enumerate(names)}
+        self.same = list(range(len(names)))   # each universe node's first node of its name
+        self.models = list(inv.models)
+        self.rows = {name: i for i, name in enumerate(names)}
+        self.uid = dict(self.rows)  # a node name -> its universe node now (the latest added)
+        self.taken = set(names)
+        self.present = set(names)
+        self.cordoned = {name: False for name in names}
+        # a taint no trace pod tolerates: always blocked
+        self.tainted = {name: False for name in names}
+        self.free: list = []
+        self.n_rows = n0
+        self.ev = {k: [] for k in ("t", "kind", "row", "x", "flag")}
+        self.live = set(range(n0))
+        self.caps = {"cpu": [], "mem": [], "gpus": []}
+        self.exempt = False
+        if "annotations" in trace.table.column_names:
+            self.exempt = any(pairs and MIRROR_ANNOTATION in dict(pairs)
+                              for pairs in trace.table.column("annotations").to_pylist())
+        try:
+            # the Simulation's own check (``Simulation.scenario``, before the
+            # trace is submitted: a step deleting a trace pod finds none)
+            check_steps(scenario, names, 0.0, lambda key, t: False)
+        except TensorschedError as exc:
+            raise refuse(getattr(exc, "field", "") or "scenario",
+                         getattr(exc, "problem", str(exc)))
+        self.ranks: list = []
+        self.rank_problem = None
+        self.created: list = []
+        self.made: dict = {}        # a created pod's key -> its index in ``created``
+        self.trace_keys = {f"default/{nm}" for nm in trace.table.column("name").to_pylist()}
+
+    def add(self, t, kind, row, x, flag) -> None:
+        """One event, and the live nodes' capacity after it."""
+        for k, v in zip(self.ev, (t, kind, row, x, flag)):
+            self.ev[k].append(v)
+        u, live = self.u, self.live
+        self.caps["cpu"].append(sum(u["cpu"][k] for k in live))
+        self.caps["mem"].append(sum(u["bytes"][k] for k in live))
+        self.caps["gpus"].append(sum(u["gc"][k] for k in live))
+
+    def step(self, st) -> None:
+        """Plan one scenario step (its events appended)."""
+        if st.kind == "Pod":
+            (self.create_pods if st.action == "create" else self.delete_pods)(st)
+        elif st.action in ("create", "addNodes"):
+            for o in st.objects:
+                self.add_node(st, o)
+        else:
+            for name in st.names:
+                self.node_step(st, name)
+
+    def create_pods(self, st) -> None:
+        where = f"{st.field} (create Pod)"
+        for o in st.objects:
+            c = _created_pod(o, st, where)
+            key = f"default/{c.name}"
+            if key in self.trace_keys or key in self.made:
+                raise refuse(where, f"pod {key} named as another pod (or created again)")
+            self.made[key] = len(self.created)
+            self.created.append(c)
+
+    def delete_pods(self, st) -> None:
+        for key in st.names:
+            k = self.made.get(key)
+            if k is None:       # (check_steps found it: created before)
+                raise refuse(f"{st.field} (delete Pod)", f"pod {key} is not one the "
+                             "scenario created")
+            # a pod gone before (preempted, drained, removed with its
+            # node, its duration over) is read after the run: ``missed_deletes``
+            self.add(st.at, EV_POD_DELETE, 0, k, 0)
+
+    def add_node(self, st, o: dict) -> None:
+        where = f"{st.field} ({st.action})"
+        name = (o.get("metadata") or {}).get("name")
+        if name in self.present:
+            raise refuse(where, f"node {name!r} exists")
+        gc, md, cpu, mem, nbytes, slots, cord, taint = _added_node(o, self.models, where)
+        rank, problem = _tie_rank(o, where)
+        self.ranks.append(rank)
+        self.rank_problem = self.rank_problem or problem
+        names, uid = self.names, self.uid
+        x = len(names)
+        # added again after its removal: another universe node, named
+        # ``<name>.<k>`` (as ``event_plan``; no trace pod reads names)
+        k = 1
+        while name in uid and f"{name}.{k}" in self.taken:
+            k += 1
+        names.append(f"{name}.{k}" if name in uid else name)
+        self.same.append(self.first.setdefault(name, x))
+        self.taken.add(names[-1])
+        for key, v in zip(("gc", "md", "cpu", "mem", "bytes", "pods"),
+                          (gc, md, cpu, mem, nbytes, slots)):
+            self.u[key].append(v)
+        uid[name] = x
+        if self.free:
+            self.rows[name] = self.free.pop()
+        else:
+            self.rows[name] = self.n_rows
+            self.n_rows += 1
+        self.present.add(name)
+        self.cordoned[name] = cord
+        self.tainted[name] = taint
+        self.live.add(x)
+        self.add(st.at, EV_ADD, self.rows[name], x, int(cord or taint))
+
+    def node_step(self, st, name: str) -> None:
+        """A cordon, uncordon, drain or removal of node ``name``."""
+        if name not in self.present:
+            raise refuse(f"{st.field} ({st.action})", f"node {name!r} is not in the cluster "
+                         f"at {st.at:g}s")
+        row, cordoned = self.rows[name], self.cordoned
+        if st.action in ("cordon", "uncordon"):
+            cordoned[name] = st.action == "cordon"
+            self.add(st.at, EV_UPDATE, row, -1, int(cordoned[name] or self.tainted[name]))
+        elif st.action == "drain":
+            if self.exempt:
+                raise refuse(f"{st.field} (drain)", "a trace pod is one a drain leaves "
+                             "(static)")
+            if not cordoned[name]:
+                cordoned[name] = True
+                self.add(st.at, EV_UPDATE, row, -1, 1)
+            self.add(st.at, EV_EVICT, row, -1, 1)
+        else:           # delete Node / removeNodes
+            self.present.discard(name)
+            self.live.discard(self.uid[name])
+            self.free.append(row)
+            self.add(st.at, EV_DELETE, row, -1, 0)
+
+    def plan(self) -> OpenbPlan:
+        """The plan of the steps walked; refused where a plugin of the
+        openb profile listens to other events than the kernel moves its
+        pods on."""
+        row0 = np.full(self.n_rows, -1, np.int64)
+        row0[:self.n0] = np.arange(self.n0)
+        fit = interest_bits(NodeResourcesFit)
+        if interest_bits(GpuShareFit) != fit:
+            raise refuse("GpuShareFit", "it listens to other events than NodeResourcesFit")
+        if any(self.tainted.values()) and interest_bits(TaintToleration) != interest_bits(
+                NodeUnschedulable):
+            # a tainted node's rejections wait as a cordoned one's (``failure_bits``)
+            raise refuse("TaintToleration", "it listens to other events than NodeUnschedulable")
+        i64 = lambda v: np.asarray(v, np.int64)
+        u, ev, caps = self.u, self.ev, self.caps
+        events = NodeEvents(row0, np.zeros(self.n_rows, np.int8), i64(u["gc"]), i64(u["md"]),
+                            i64(u["cpu"]), i64(u["mem"]), i64(u["pods"]),
+                            np.asarray(ev["t"], np.float64), i64(ev["kind"]), i64(ev["row"]),
+                            i64(ev["x"]), np.asarray(ev["flag"], np.int8), fit,
+                            interest_bits(NodeUnschedulable), i64(self.same))
+        return OpenbPlan(events, self.names, self.models, i64(caps["cpu"]), i64(caps["mem"]),
+                         i64(caps["gpus"]), self.ranks, self.rank_problem, self.created)
 
 
 def plan_openb(inv: GpuInventory, scenario, trace) -> OpenbPlan:
     """The node events of ``scenario`` (a ``Scenario``) on the node list
     ``inv``; ``trace`` the pods (a ``Trace``).  Raises ``BatchProfileError``
     (module doc)."""
-    n0 = inv.n_nodes
-    pods = int(T.NODE_PODS)
-    col = lambda v: np.asarray(v, np.int64).tolist()
-    u = {"gc": col(inv.gpu_count), "md": col(inv.model), "cpu": col(inv.cpu_cap),
-         "mem": col(inv.mem_cap), "bytes": col(np.asarray(inv.mem_cap, np.int64) * MIB),
-         "pods": [pods] * n0}
-    names = list(inv.names)
-    first = {name: i for i, name in enumerate(names)}
-    same = list(range(len(names)))      # each universe node's first node of its name
-    models = list(inv.models)
-    rows = {name: i for i, name in enumerate(names)}
-    uid = dict(rows)            # a node name -> its universe node now (the latest added)
-    taken = set(names)
-    present = set(names)
-    cordoned = {name: False for name in names}
-    tainted = {name: False for name in names}   # a taint no trace pod tolerates: always blocked
-    free: list = []
-    n_rows = n0
-    ev = {k: [] for k in ("t", "kind", "row", "x", "flag")}
-    live = set(range(n0))
-    caps = {"cpu": [], "mem": [], "gpus": []}
-
-    def add(t, kind, row, x, flag):
-        for k, v in zip(ev, (t, kind, row, x, flag)):
-            ev[k].append(v)
-        caps["cpu"].append(sum(u["cpu"][k] for k in live))
-        caps["mem"].append(sum(u["bytes"][k] for k in live))
-        caps["gpus"].append(sum(u["gc"][k] for k in live))
-
-    exempt = False
-    if "annotations" in trace.table.column_names:
-        exempt = any(pairs and MIRROR_ANNOTATION in dict(pairs)
-                     for pairs in trace.table.column("annotations").to_pylist())
-    try:
-        # the Simulation's own check (``Simulation.scenario``, before the
-        # trace is submitted: a step deleting a trace pod finds none)
-        check_steps(scenario, names, 0.0, lambda key, t: False)
-    except TensorschedError as exc:
-        raise refuse(getattr(exc, "field", "") or "scenario", getattr(exc, "problem", str(exc)))
-    ranks: list = []
-    rank_problem = None
-    created: list = []
-    made: dict = {}             # a created pod's key -> its index in ``created``
-    trace_keys_ = {f"default/{nm}" for nm in trace.table.column("name").to_pylist()}
-    steps = [scenario.steps[k] for k in sorted(
-        range(len(scenario.steps)),
-        key=lambda k: (scenario.steps[k].at, _phase(scenario.steps[k]), k))]
-    for st in steps:
-        where = st.field
-        if st.kind == "Pod" and st.action == "create":
-            for o in st.objects:
-                c = _created_pod(o, st, f"{where} (create Pod)")
-                key = f"default/{c.name}"
-                if key in trace_keys_ or key in made:
-                    raise refuse(f"{where} (create Pod)", f"pod {key} named as another pod "
-                                 "(or created again)")
-                made[key] = len(created)
-                created.append(c)
-            continue
-        if st.kind == "Pod":
-            for key in st.names:
-                k = made.get(key)
-                if k is None:       # (check_steps found it: created before)
-                    raise refuse(f"{where} (delete Pod)", f"pod {key} is not one the "
-                                 "scenario created")
-                # a pod gone before (preempted, drained, removed with its
-                # node, its duration over) is read after the run: ``missed_deletes``
-                add(st.at, EV_POD_DELETE, 0, k, 0)
-            continue
-        if st.action in ("create", "addNodes"):
-            for o in st.objects:
-                name = (o.get("metadata") or {}).get("name")
-                if name in present:
-                    raise refuse(f"{where} ({st.action})", f"node {name!r} exists")
-                gc, md, cpu, mem, nbytes, slots, cord, taint = _added_node(
-                    o, models, f"{where} ({st.action})")
-                rank, problem = _tie_rank(o, f"{where} ({st.action})")
-                ranks.append(rank)
-                rank_problem = rank_problem or problem
-                x = len(names)
-                # added again after its removal: another universe node, named
-                # ``<name>.<k>`` (as ``sweep_events``; no trace pod reads names)
-                k = 1
-                while name in uid and f"{name}.{k}" in taken:
-                    k += 1
-                names.append(f"{name}.{k}" if name in uid else name)
-                same.append(first.setdefault(name, x))
-                taken.add(names[-1])
-                for k, v in zip(("gc", "md", "cpu", "mem", "bytes", "pods"),
-                                (gc, md, cpu, mem, nbytes, slots)):
-                    u[k].append(v)
-                uid[name] = x
-                if free:
-                    rows[name] = free.pop()
-                else:
-                    rows[name] = n_rows
-                    n_rows += 1
-                present.add(name)
-                cordoned[name] = cord
-                tainted[name] = taint
-                live.add(x)
-                add(st.at, EV_ADD, rows[name], x, int(cord or taint))
-            continue
-        for name in st.names:
-            if name not in present:
-                raise refuse(f"{where} ({st.action})", f"node {name!r} is not in the cluster "
-                             f"at {st.at:g}s")
-            if st.action in ("cordon", "uncordon"):
-                cordoned[name] = st.action == "cordon"
-                add(st.at, EV_UPDATE, rows[name], -1, int(cordoned[name] or tainted[name]))
-                continue
-            if st.action == "drain":
-                if exempt:
-                    raise refuse(f"{where} (drain)", "a trace pod is one a drain leaves "
-                                 "(static)")
-                if not cordoned[name]:
-                    cordoned[name] = True
-                    add(st.at, EV_UPDATE, rows[name], -1, 1)
-                add(st.at, EV_EVICT, rows[name], -1, 1)
-                continue
-            # delete Node / removeNodes
-            present.discard(name)
-            live.discard(uid[name])
-            free.append(rows[name])
-            add(st.at, EV_DELETE, rows[name], -1, 0)
-    row0 = np.full(n_rows, -1, np.int64)
-    row0[:n0] = np.arange(n0)
-    fit = interest_bits(NodeResourcesFit)
-    if interest_bits(GpuShareFit) != fit:
-        raise refuse("GpuShareFit", "it listens to other events than NodeResourcesFit")
-    if any(tainted.values()) and interest_bits(TaintToleration) != interest_bits(
-            NodeUnschedulable):
-        # a tainted node's rejections wait as a cordoned one's (``failure_bits``)
-        raise refuse("TaintToleration", "it listens to other events than NodeUnschedulable")
-    i64 = lambda v: np.asarray(v, np.int64)
-    events = NodeEvents(row0, np.zeros(n_rows, np.int8), i64(u["gc"]), i64(u["md"]),
-                        i64(u["cpu"]), i64(u["mem"]), i64(u["pods"]),
-                        np.asarray(ev["t"], np.float64), i64(ev["kind"]), i64(ev["row"]),
-                        i64(ev["x"]), np.asarray(ev["flag"], np.int8), fit,
-                        interest_bits(NodeUnschedulable), i64(same))
-    return OpenbPlan(events, names, models, i64(caps["cpu"]), i64(caps["mem"]), i64(caps["gpus"]),
-                     ranks, rank_problem, created)
-
-
+    planner = _OpenbPlanner(inv, scenario, trace)
+    steps = scenario.steps
+    for k in sorted(range(len(steps)), key=lambda k: (steps[k].at, step_phase(steps[k]), k)):
+        planner.step(steps[k])
+    return planner.plan()
 
 
 def openb_event_runs(inv: GpuInventory, plan: OpenbPlan, workloads: list, jobs: list,
