@@ -59,6 +59,7 @@ from .dra_cel_syntax import (
     go_type,
     macro_name,
 )
+from .dra_cel_hoist import HoistedValues
 from .dra_cel_call_costs import LIST_CREATE, MAP_CREATE, call_cost, operator_cost, self_compare
 from .dra_cel_values import COST_LIMIT, TWO_VARIABLE_MACROS, CelOptional, CostLimitExceeded
 
@@ -185,21 +186,29 @@ class CostEvaluator(OptionalEvaluator):
     ``&&`` / ``||`` and the comprehensions evaluated as cel-go evaluates
     them (left to right, stopping where it stops)."""
 
-    def __init__(self, *args, tracker: _Tracker, **kwargs):
+    def __init__(self, *args, tracker: _Tracker, hoisted: HoistedValues | None = None,
+                 **kwargs):
         super().__init__(*args, **kwargs)
         self.tracker = tracker
+        self.hoisted = hoisted          # the expression's device-independent parts
         self._values: dict = {}
         self._spent: dict = {}          # node -> the cost its last evaluation charged
         self._free: set = set()
 
     def sub_evaluator(self, ast):
-        sub = CostEvaluator(ast=ast, activation=self.activation, tracker=self.tracker)
+        sub = CostEvaluator(ast=ast, activation=self.activation, tracker=self.tracker,
+                            hoisted=self.hoisted)
         sub._free = self._free
         return sub
 
     # ------------------------------------------------------------ the hook
 
     def _visit_tree(self, tree):
+        hoisted = self.hoisted
+        if hoisted is not None and id(tree) in hoisted.roots and id(tree) not in self._free:
+            got = self._hoisted(tree)
+            if got is not None:
+                return got
         if isinstance(tree, BindRead):
             # the variable's read: 1, whatever its substituted init costs
             self.tracker.quiet += 1
@@ -223,6 +232,36 @@ class CostEvaluator(OptionalEvaluator):
             self._charge(tree, value)
         self._spent[id(tree)] = self.tracker.cost - before
         return value
+
+    def _hoisted(self, tree):
+        """A device-independent subexpression's stored value, its stored
+        cost charged here (``dra_cel_hoist``); None: evaluate it here."""
+        tracker = self.tracker
+        got = self.hoisted.get(tree, tracker.limit, self._standalone)
+        if got is None:
+            return None
+        value, cost, exceeded = got
+        if exceeded and tracker.quiet:
+            return None                 # a bind's read: evaluated uncharged, in place
+        tracker.add(cost)               # raises CostLimitExceeded where cel-go stops
+        self._values[id(tree)] = value
+        self._spent[id(tree)] = cost
+        return value
+
+    def _standalone(self, tree, limit):
+        """(value, cost, exceeded) of ``tree`` evaluated on its own (it
+        reads no variable); None when it raised a non-CEL error."""
+        tracker = _Tracker(limit)
+        evaluator = CostEvaluator(ast=tree, activation=self.activation, tracker=tracker)
+        try:
+            value = evaluator.visit(tree)
+        except CostLimitExceeded:
+            return None, limit + 1, True
+        except CELEvalError as exc:
+            value = exc
+        except Exception:               # noqa: BLE001 - re-raised where it is evaluated
+            return None
+        return value, tracker.cost, False
 
     def _value(self, node):
         return self._values.get(id(node))
@@ -375,7 +414,13 @@ class CostEvaluator(OptionalEvaluator):
         add = self.tracker.add
 
         def run(body, item):
-            return body.evaluate(dict(zip(names, item)))
+            # an error is the step's value (cel-go folds it into the
+            # accumulator: ``error || true`` is still true), not the end
+            # of the whole evaluation
+            try:
+                return body.evaluate(dict(zip(names, item)))
+            except CELEvalError as exc:
+                return exc
 
         if method in ("all", "exists"):
             stop = method == "exists"               # the value that ends the loop
@@ -461,7 +506,12 @@ class CostRunner(OptionalRunner):
 
     def _run(self, context, limit):
         tracker = _Tracker(limit)
-        evaluator = CostEvaluator(ast=self.ast, activation=self.new_activation(), tracker=tracker)
+        hoisted = self.__dict__.get("_hoisted")
+        if hoisted is None:
+            # per compiled expression (compile_selector keeps its program)
+            hoisted = self._hoisted = HoistedValues(self.ast)
+        evaluator = CostEvaluator(ast=self.ast, activation=self.new_activation(), tracker=tracker,
+                                  hoisted=hoisted)
         try:
             value = evaluator.evaluate(context)
         except CELEvalError as exc:
