@@ -73,6 +73,7 @@ from .dra_cel_named_formats import NAMED_FORMAT_FUNCTIONS, NAMED_FORMAT_METHODS
 from .dra_cel_net import NET_FUNCTIONS, NET_METHODS
 from .dra_cel_urls import URL_FUNCTIONS, URL_METHODS
 from .dra_cel_values import (
+    MACROS,
     NONE,
     TWO_VARIABLE_MACROS,
     CelOptional,
@@ -401,9 +402,9 @@ def _environment():
     # the optional forms (cel-go's optional library) and the runtime cost
     # limit on cel-python: modules that need cel-python, so imported once it
     # is known to be there
-    from .dra_cel_cost import CostRunner
+    from .dra_cel_fast import FastRunner
 
-    return celpy.Environment(runner_class=CostRunner)
+    return celpy.Environment(runner_class=FastRunner)
 
 
 def parse_expression(text: str):
@@ -437,9 +438,7 @@ RELATIONS = {
 }
 
 
-#: CEL's comprehension macros (``list.exists(x, ...)``): their first
-#: argument names a variable
-MACROS = ("all", "exists", "exists_one", "map", "filter", "optMap", "optFlatMap", "sortBy")
+#: CEL's comprehension macros: ``dra_cel_values.MACROS``
 
 
 #: functions whose result is not bounded by the expression's length

@@ -504,14 +504,18 @@ class CostRunner(OptionalRunner):
         ``ActualCost``)."""
         return self._run(context, float("inf"))[1]
 
-    def _run(self, context, limit):
-        tracker = _Tracker(limit)
+    def _hoisted_values(self) -> HoistedValues:
+        """The expression's device-independent parts, kept with its program
+        (``compile_selector`` keeps one program per expression)."""
         hoisted = self.__dict__.get("_hoisted")
         if hoisted is None:
-            # per compiled expression (compile_selector keeps its program)
             hoisted = self._hoisted = HoistedValues(self.ast)
+        return hoisted
+
+    def _run(self, context, limit):
+        tracker = _Tracker(limit)
         evaluator = CostEvaluator(ast=self.ast, activation=self.new_activation(), tracker=tracker,
-                                  hoisted=hoisted)
+                                  hoisted=self._hoisted_values())
         try:
             value = evaluator.evaluate(context)
         except CELEvalError as exc:

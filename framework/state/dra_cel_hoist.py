@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import lark
 
-from .dra_cel import MACROS, is_two_variable
 from .dra_cel_syntax import BindExpr, BindRead
+from .dra_cel_values import MACROS, TWO_VARIABLE_MACROS
 
 __all__ = ["HoistedValues", "constant_roots"]
 
@@ -56,7 +56,7 @@ def _macro_split(node):
         return None
     method = str(node.children[1])
     args = node.children[2].children
-    if is_two_variable(method, node.children[2]):
+    if len(args) in TWO_VARIABLE_MACROS.get(method, ()):
         count = 2
     elif method in MACROS and args:
         count = 1

@@ -15,6 +15,7 @@ from tensorsched.framework.state.dra_cel_cost import (
     CostLimitExceeded,
     _Tracker,
 )
+from tensorsched.framework.state.dra_cel_fast import FastRunner, _Compiler
 from tensorsched.framework.state.dra_cel_hoist import constant_roots
 from tensorsched.framework.state.dra_cel_syntax import BindExpr, BindRead
 from tensorsched.framework.state.dra_devices import DeviceColumns
@@ -73,19 +74,23 @@ def test_the_roots_are_the_largest_parts_that_read_no_device_and_no_outer_variab
     assert not any(isinstance(t, (BindExpr, BindRead)) for r in roots for t in r.iter_subtrees())
 
 
-def test_a_device_independent_part_is_evaluated_once_for_all_devices(monkeypatch):
+@pytest.mark.parametrize("closures", [True, False])
+def test_a_device_independent_part_is_evaluated_once_for_all_devices(closures, monkeypatch):
     calls = []
-    real = CostEvaluator._standalone
-
-    def counting(self, tree, limit):
-        calls.append(tree)
-        return real(self, tree, limit)
-
-    monkeypatch.setattr(CostEvaluator, "_standalone", counting)
-    expr = f"{D}.n > 2 && {CUBE}"
-    col = compile_selector(expr).evaluate(_columns([1, 3, 4, 5, 6]).values)
+    for owner, name in ((CostEvaluator, "_standalone"), (_Compiler, "standalone")):
+        def counting(self, tree, limit, real=getattr(owner, name)):
+            calls.append(tree)
+            return real(self, tree, limit)
+        monkeypatch.setattr(owner, name, counting)
+    monkeypatch.setattr(FastRunner, "closures", closures)
+    # an expression of its own (compile_selector keeps one program per text)
+    expr = f"{D}.n > 2 && {CUBE} && {int(closures)} == {int(closures)}"
+    sel = compile_selector(expr)
+    col = sel.evaluate(_columns([1, 3, 4, 5, 6]).values)
     assert [bool(v) for v in col.value] == [False, True, True, True, True]
-    assert len(calls) == 1
+    # each of its two parts (the cube, ``k == k``) once, for five devices
+    assert len(constant_roots(sel.program.ast)) == 2
+    assert len(calls) == len({id(c) for c in calls}) == 2
 
 
 @pytest.mark.parametrize("expr", [
