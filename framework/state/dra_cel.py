@@ -27,8 +27,11 @@ device columns are dictionary-encoded, :class:`DeviceValues`) and gathered
 to all devices with one NumPy index; ``&&``, ``||`` and ``!`` combine the
 boolean columns with CEL's error rules (``false && error`` is false, ``true ||
 error`` is true, otherwise the error wins).  Any other expression is
-evaluated by cel-python itself once per distinct tuple of the values it reads
-(devices of one model share one evaluation).  Both paths give the same answers
+evaluated from cel-python's parse tree once per distinct tuple of the values it
+reads (devices of one model share one evaluation), by closures compiled once
+per expression (``dra_cel_fast``; the forms they do not cover by cel-python's
+evaluator, under the runtime cost limit of ``dra_cel_cost``), its parts that
+read no device once per expression (``dra_cel_hoist``).  Both paths give the same answers
 (``tests/framework/state/test_dra_cel.py`` checks them against cel-python on
 random devices).
 

@@ -41,7 +41,9 @@ expansions do: ``cel.bind(x, init, body)`` 10 for its empty range,
 cost case names).  Where an
 error cuts an evaluation short the units cel-go would still count after it
 (it finishes a comprehension's loop) are not counted: the error is the
-answer either way.
+answer either way.  An error in a comprehension's predicate or transform is
+that step's value, folded into the result as cel-go folds it (``[1,
+2].all(x, x / 0 > 1) || true`` is true).
 """
 
 from __future__ import annotations
@@ -63,14 +65,16 @@ from .dra_cel_hoist import HoistedValues
 from .dra_cel_call_costs import LIST_CREATE, MAP_CREATE, call_cost, operator_cost, self_compare
 from .dra_cel_values import COST_LIMIT, TWO_VARIABLE_MACROS, CelOptional, CostLimitExceeded
 
-__all__ = ["COST_LIMIT", "LIMIT_EXCEEDED", "CostLimitExceeded", "CostEvaluator", "CostRunner"]
+__all__ = ["COST_LIMIT", "LIMIT_EXCEEDED", "MACRO_ARITIES", "OPERATOR_SYMBOLS", "UNCHARGED_CALLS",
+           "CostLimitExceeded", "CostEvaluator", "CostRunner", "CostTracker", "cel_and", "cel_or",
+           "is_attribute", "is_variable", "logical_operand", "predicate_value", "unwrap_chain"]
 
 #: cel-go's error when the limit is passed
 LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
 
 
 
-class _Tracker:
+class CostTracker:
     """The running cost; nothing is charged while ``quiet`` (a ``cel.bind``
     variable's read, charged 1 however its substituted init evaluates)."""
 
@@ -89,7 +93,7 @@ class _Tracker:
             raise CostLimitExceeded
 
 
-_RELATIONS = {"relation_lt": "<", "relation_le": "<=", "relation_gt": ">",
+OPERATOR_SYMBOLS = {"relation_lt": "<", "relation_le": "<=", "relation_gt": ">",
               "relation_ge": ">=", "relation_eq": "==", "relation_ne": "!=",
               "relation_in": "in", "addition_add": "+", "addition_sub": "-",
               "multiplication_mul": "*", "multiplication_div": "/",
@@ -98,10 +102,10 @@ _CHAIN = ("expr", "conditionalor", "conditionaland", "relation", "addition",
           "multiplication", "unary", "member")
 _SELECTS = ("member_dot", "member_index", "member_dot_opt", "member_index_opt")
 #: one-variable comprehension macros: name -> the argument counts they take
-_MACROS = {"all": (2,), "exists": (2,), "exists_one": (2,), "map": (2, 3), "filter": (2,)}
+MACRO_ARITIES = {"all": (2,), "exists": (2,), "exists_one": (2,), "map": (2, 3), "filter": (2,)}
 #: calls that are not charged as a call (``or`` / ``orValue``: cel-go's
 #: steps for them are no call; the macros: charged as their expansions)
-_UNCHARGED = ("or", "orValue", "sortBy", *OPTIONAL_MACROS)
+UNCHARGED_CALLS = ("or", "orValue", "sortBy", *OPTIONAL_MACROS)
 #: functions called in the global form that cost 1 whatever their
 #: arguments: ``dyn``, and ``matches(s, re)``, whose overload (``matches``)
 #: no cost case of cel-go's tracker or Kubernetes' estimator names (only
@@ -109,7 +113,7 @@ _UNCHARGED = ("or", "orValue", "sortBy", *OPTIONAL_MACROS)
 _NOMINAL_GLOBALS = ("dyn", "matches")
 
 
-def _unwrap(node):
+def unwrap_chain(node):
     """Through the grammar's one-child rules and parentheses (not into a
     ``cel.bind`` variable's read: a variable)."""
     while isinstance(node, lark.Tree) and not isinstance(node, BindRead):
@@ -123,17 +127,17 @@ def _unwrap(node):
     return node
 
 
-def _is_variable(node) -> bool:
+def is_variable(node) -> bool:
     return isinstance(node, BindRead) or (
         isinstance(node, lark.Tree) and node.data == "primary"
         and isinstance(node.children[0], lark.Tree) and node.children[0].data == "ident")
 
 
-def _is_attribute(node) -> bool:
+def is_attribute(node) -> bool:
     """A variable, a selection chain on one, or a conditional: what cel-go
     plans as an attribute a further selection extends."""
-    node = _unwrap(node)
-    return _is_variable(node) or (isinstance(node, lark.Tree) and (
+    node = unwrap_chain(node)
+    return is_variable(node) or (isinstance(node, lark.Tree) and (
         node.data in _SELECTS or (node.data == "expr" and len(node.children) == 3)))
 
 
@@ -145,14 +149,14 @@ def _pairs(target):
     return [(celtypes.IntType(i), v) for i, v in enumerate(target)]
 
 
-def _truth(v, macro: str):
+def predicate_value(v, macro: str):
     """A predicate's value: a bool, an error (kept), else no such overload."""
     if isinstance(v, (celtypes.BoolType, CELEvalError)):
         return v
     return CELEvalError(f"no such overload: {macro} predicate of type {go_type(v)}")
 
 
-def _and(a, b):
+def cel_and(a, b):
     """cel-go's ``&&`` of two evaluated terms (false wins over an error)."""
     for v in (a, b):
         if isinstance(v, celtypes.BoolType) and not v:
@@ -163,7 +167,7 @@ def _and(a, b):
     return celtypes.BoolType(True)
 
 
-def _or(a, b):
+def cel_or(a, b):
     for v in (a, b):
         if isinstance(v, celtypes.BoolType) and v:
             return celtypes.BoolType(True)
@@ -173,7 +177,7 @@ def _or(a, b):
     return celtypes.BoolType(False)
 
 
-def _no_bool(v, op: str):
+def logical_operand(v, op: str):
     """A logical operand that is neither a bool nor an error: cel-go's
     ``no such overload``."""
     if isinstance(v, (celtypes.BoolType, CELEvalError)):
@@ -186,7 +190,7 @@ class CostEvaluator(OptionalEvaluator):
     ``&&`` / ``||`` and the comprehensions evaluated as cel-go evaluates
     them (left to right, stopping where it stops)."""
 
-    def __init__(self, *args, tracker: _Tracker, hoisted: HoistedValues | None = None,
+    def __init__(self, *args, tracker: CostTracker, hoisted: HoistedValues | None = None,
                  **kwargs):
         super().__init__(*args, **kwargs)
         self.tracker = tracker
@@ -237,7 +241,7 @@ class CostEvaluator(OptionalEvaluator):
         """A device-independent subexpression's stored value, its stored
         cost charged here (``dra_cel_hoist``); None: evaluate it here."""
         tracker = self.tracker
-        got = self.hoisted.get(tree, tracker.limit, self._standalone)
+        got = self.hoisted.get(tree, tracker.limit, self.standalone)
         if got is None:
             return None
         value, cost, exceeded = got
@@ -248,10 +252,10 @@ class CostEvaluator(OptionalEvaluator):
         self._spent[id(tree)] = cost
         return value
 
-    def _standalone(self, tree, limit):
+    def standalone(self, tree, limit):
         """(value, cost, exceeded) of ``tree`` evaluated on its own (it
         reads no variable); None when it raised a non-CEL error."""
-        tracker = _Tracker(limit)
+        tracker = CostTracker(limit)
         evaluator = CostEvaluator(ast=tree, activation=self.activation, tracker=tracker)
         try:
             value = evaluator.visit(tree)
@@ -287,20 +291,20 @@ class CostEvaluator(OptionalEvaluator):
         elif d in _SELECTS:
             # a selection on a call's result or a literal: the relative
             # attribute cel-go builds costs one more
-            add(1 if _is_attribute(ch[0]) else 2)
+            add(1 if is_attribute(ch[0]) else 2)
         elif d == "member_dot_arg":
             method = str(ch[1])
-            if method in _UNCHARGED or self._is_macro(tree):
+            if method in UNCHARGED_CALLS or self._is_macro(tree):
                 return
             args = [self._value(ch[0])]
             if len(ch) > 2:
                 args += [self._value(a) for a in ch[2].children]
             add(call_cost(method, args, value))
         elif d in ("relation", "addition", "multiplication") and len(ch) == 2:
-            op = _RELATIONS[ch[0].data]
+            op = OPERATOR_SYMBOLS[ch[0].data]
             add(operator_cost(op, self._value(ch[0].children[0]), self._value(ch[1])))
         elif d == "unary" and len(ch) == 2:
-            literal = _unwrap(ch[1])
+            literal = unwrap_chain(ch[1])
             folded = ch[0].data == "unary_neg" and isinstance(literal, lark.Tree) \
                 and literal.data == "primary" and literal.children[0].data == "literal"
             add(0 if folded else 1)
@@ -309,32 +313,33 @@ class CostEvaluator(OptionalEvaluator):
     def _is_macro(tree) -> bool:
         method = str(tree.children[1])
         count = len(tree.children[2].children) if len(tree.children) > 2 else 0
-        return count in _MACROS.get(method, ()) or count in TWO_VARIABLE_MACROS.get(method, ())
+        return (count in MACRO_ARITIES.get(method, ())
+                or count in TWO_VARIABLE_MACROS.get(method, ()))
 
     # ------------------------------------------------------------ cel-go's order
 
     def conditionalor(self, tree):
         if len(tree.children) == 1:
             return super().conditionalor(tree)
-        left = _no_bool(self.visit(tree.children[0]), "_||_")
+        left = logical_operand(self.visit(tree.children[0]), "_||_")
         if isinstance(left, celtypes.BoolType) and left:
             return left
-        return _or(left, _no_bool(self.visit(tree.children[1]), "_||_"))
+        return cel_or(left, logical_operand(self.visit(tree.children[1]), "_||_"))
 
     def conditionaland(self, tree):
         if len(tree.children) == 1:
             return super().conditionaland(tree)
-        left = _no_bool(self.visit(tree.children[0]), "_&&_")
+        left = logical_operand(self.visit(tree.children[0]), "_&&_")
         if isinstance(left, celtypes.BoolType) and not left:
             return left
-        return _and(left, _no_bool(self.visit(tree.children[1]), "_&&_"))
+        return cel_and(left, logical_operand(self.visit(tree.children[1]), "_&&_"))
 
     def expr(self, tree):
         if len(tree.children) != 3:
             return super().expr(tree)
         # a variable read as a branch of the conditional is free (cel-go
         # resolves the branch's attribute without observing it)
-        free = [id(_unwrap(b)) for b in tree.children[1:] if _is_variable(_unwrap(b))]
+        free = [id(unwrap_chain(b)) for b in tree.children[1:] if is_variable(unwrap_chain(b))]
         self._free.update(free)
         try:
             return super().expr(tree)
@@ -347,7 +352,7 @@ class CostEvaluator(OptionalEvaluator):
                 and str(child.children[0]) == "has" and len(child.children) > 1:
             # presence tests are free (Kubernetes turns their cost off): the
             # tested selection's own unit is not charged
-            tested = _unwrap(child.children[1].children[0])
+            tested = unwrap_chain(child.children[1].children[0])
             self._free.add(id(tested))
             try:
                 return super().primary(tree)
@@ -360,7 +365,7 @@ class CostEvaluator(OptionalEvaluator):
     def member_dot_arg(self, tree):
         method = str(tree.children[1])
         args = tree.children[2].children if len(tree.children) > 2 else []
-        if args and self._is_macro(tree) and method not in _UNCHARGED:
+        if args and self._is_macro(tree) and method not in UNCHARGED_CALLS:
             return self._fold(tree, method)
         value = super().member_dot_arg(tree)
         if method in OPTIONAL_MACROS and len(args) == 2:
@@ -402,7 +407,7 @@ class CostEvaluator(OptionalEvaluator):
         """A comprehension as cel-go's expansion evaluates it (module doc)."""
         args = tree.children[2].children
         two = len(args) in TWO_VARIABLE_MACROS.get(method, ()) and \
-            not len(args) in _MACROS.get(method, ())
+            not len(args) in MACRO_ARITIES.get(method, ())
         target = self.visit(tree.children[0])
         if isinstance(target, CELEvalError):
             return target
@@ -430,14 +435,14 @@ class CostEvaluator(OptionalEvaluator):
                 if isinstance(accu, celtypes.BoolType) and bool(accu) == stop:
                     break
                 add(1)
-                p = _truth(run(bodies[0], item), method)
-                accu = _or(accu, p) if stop else _and(accu, p)
+                p = predicate_value(run(bodies[0], item), method)
+                accu = cel_or(accu, p) if stop else cel_and(accu, p)
             add(1)
             return accu
         if method in ("exists_one", "existsOne"):
             accu = celtypes.IntType(0)
             for item in items:
-                p = _truth(run(bodies[0], item), method)
+                p = predicate_value(run(bodies[0], item), method)
                 if isinstance(p, CELEvalError):
                     accu = p if not isinstance(accu, CELEvalError) else accu
                 elif p:
@@ -456,7 +461,7 @@ class CostEvaluator(OptionalEvaluator):
         error = None
         for item in items:
             if keep:
-                p = _truth(run(keep[0], item), method)
+                p = predicate_value(run(keep[0], item), method)
                 if isinstance(p, CELEvalError):
                     error = error or p
                     continue
@@ -513,7 +518,7 @@ class CostRunner(OptionalRunner):
         return hoisted
 
     def _run(self, context, limit):
-        tracker = _Tracker(limit)
+        tracker = CostTracker(limit)
         evaluator = CostEvaluator(ast=self.ast, activation=self.new_activation(), tracker=tracker,
                                   hoisted=self._hoisted_values())
         try:

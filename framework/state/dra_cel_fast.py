@@ -35,19 +35,19 @@ from celpy.evaluation import CELEvalError
 
 from .dra_cel_call_costs import LIST_CREATE, operator_cost
 from .dra_cel_cost import (
-    _MACROS,
-    _RELATIONS,
-    _UNCHARGED,
+    MACRO_ARITIES,
+    OPERATOR_SYMBOLS,
+    UNCHARGED_CALLS,
     CostEvaluator,
     CostRunner,
-    _and,
-    _is_attribute,
-    _is_variable,
-    _no_bool,
-    _or,
-    _Tracker,
-    _truth,
-    _unwrap,
+    cel_and,
+    is_attribute,
+    is_variable,
+    logical_operand,
+    cel_or,
+    CostTracker,
+    predicate_value,
+    unwrap_chain,
 )
 from .dra_cel_hoist import HoistedValues
 from .dra_cel_syntax import BindExpr, BindRead, go_type, macro_name, qualify_if_present
@@ -97,7 +97,7 @@ class _Compiler:
     def __init__(self, activation, hoisted: HoistedValues):
         self.activation = activation
         self.hoisted = hoisted
-        self.helper = CostEvaluator(ast=None, activation=activation, tracker=_Tracker(0))
+        self.helper = CostEvaluator(ast=None, activation=activation, tracker=CostTracker(0))
 
     # ------------------------------------------------------------ dispatch
 
@@ -160,17 +160,17 @@ class _Compiler:
         return run
 
     def standalone(self, node, limit):
-        """``CostEvaluator._standalone`` by closures: (value, cost,
+        """``CostEvaluator.standalone`` by closures: (value, cost,
         exceeded) of ``node`` on its own; None: it raised a non-CEL
         error."""
         run = _Compiler(self.activation, _NOTHING_HOISTED).compile(node, frozenset())
-        tracker = _Tracker(limit)
+        tracker = CostTracker(limit)
         try:
             return run({}, tracker), tracker.cost, False
         except CostLimitExceeded:
             return None, limit + 1, True
         except _Again:
-            return self.helper._standalone(node, limit)
+            return self.helper.standalone(node, limit)
         except Exception:               # noqa: BLE001 - re-raised where it is evaluated
             return None
 
@@ -221,7 +221,7 @@ class _Compiler:
         left = self.compile(op_node.children[0], scope)
         right = self.compile(right_node, scope)
         func = self.activation.resolve_function(_OPS[op_node.data])
-        symbol, caught, family = _RELATIONS[op_node.data], _CAUGHT[node.data], node.data
+        symbol, caught, family = OPERATOR_SYMBOLS[op_node.data], _CAUGHT[node.data], node.data
         rule = op_node.data
 
         native = _INT_OPS.get(_OPS[op_node.data])
@@ -265,7 +265,7 @@ class _Compiler:
         op_node, operand_node = node.children
         operand = self.compile(operand_node, scope)
         func = self.activation.resolve_function(_UNARY[op_node.data])
-        literal = _unwrap(operand_node)
+        literal = unwrap_chain(operand_node)
         folded = op_node.data == "unary_neg" and isinstance(literal, lark.Tree) \
             and literal.data == "primary" and isinstance(literal.children[0], lark.Tree) \
             and literal.children[0].data == "literal"
@@ -293,24 +293,24 @@ class _Compiler:
         right = self.compile(node.children[1], scope)
         if node.data == "conditionaland":
             def run(env, tracker):
-                a = _no_bool(left(env, tracker), "_&&_")
+                a = logical_operand(left(env, tracker), "_&&_")
                 if isinstance(a, celtypes.BoolType) and not a:
                     return a
-                return _and(a, _no_bool(right(env, tracker), "_&&_"))
+                return cel_and(a, logical_operand(right(env, tracker), "_&&_"))
         else:
             def run(env, tracker):
-                a = _no_bool(left(env, tracker), "_||_")
+                a = logical_operand(left(env, tracker), "_||_")
                 if isinstance(a, celtypes.BoolType) and a:
                     return a
-                return _or(a, _no_bool(right(env, tracker), "_||_"))
+                return cel_or(a, logical_operand(right(env, tracker), "_||_"))
         return run
 
     def conditional(self, node, scope):
         cond_node, then_node, else_node = node.children
         cond = self.compile(cond_node, scope)
         # a variable read as a branch is free (``CostEvaluator.expr``)
-        then = self.compile(then_node, scope, free=_is_variable(_unwrap(then_node)))
-        other = self.compile(else_node, scope, free=_is_variable(_unwrap(else_node)))
+        then = self.compile(then_node, scope, free=is_variable(unwrap_chain(then_node)))
+        other = self.compile(else_node, scope, free=is_variable(unwrap_chain(else_node)))
         func = self.activation.resolve_function("_?_:_")
 
         def run(env, tracker):
@@ -335,7 +335,7 @@ class _Compiler:
     def member_dot(self, node, scope):
         target_node, name = node.children
         target = self.compile(target_node, scope)
-        charge = 1 if _is_attribute(target_node) else 2
+        charge = 1 if is_attribute(target_node) else 2
         field, key = str(name), celtypes.StringType(str(name))
 
         def run(env, tracker):
@@ -361,7 +361,7 @@ class _Compiler:
         target = self.compile(target_node, scope)
         index = self.compile(index_node, scope)
         func = self.activation.resolve_function("_[_]")
-        charge = 1 if _is_attribute(target_node) else 2
+        charge = 1 if is_attribute(target_node) else 2
 
         def run(env, tracker):
             m = target(env, tracker)
@@ -390,7 +390,7 @@ class _Compiler:
         evaluates them; any other call in place."""
         method = str(node.children[1])
         args = node.children[2].children if len(node.children) > 2 else []
-        if method in _UNCHARGED or len(args) != 2 or 2 not in _MACROS.get(method, ()) \
+        if method in UNCHARGED_CALLS or len(args) != 2 or 2 not in MACRO_ARITIES.get(method, ()) \
                 or 2 in TWO_VARIABLE_MACROS.get(method, ()):
             return self.in_place(node)
         name = macro_name(args[0])
@@ -421,7 +421,7 @@ _ABSENT = object()
 def _never_plain_list(node) -> bool:
     """Whether ``node`` is a variable, a literal or a parenthesized
     expression (whose own addition converts): never a Python list."""
-    node = _unwrap(node)
+    node = unwrap_chain(node)
     return isinstance(node, lark.Tree) and node.data == "primary" and not isinstance(
         node, (BindExpr, BindRead)) and isinstance(node.children[0], lark.Tree) \
         and node.children[0].data in ("ident", "literal", "list_lit", "map_lit")
@@ -451,8 +451,8 @@ def _all_exists(stop: bool, method: str):
                 break
             add(1)
             env[name] = item
-            p = _truth(body(env, tracker), method)
-            accu = _or(accu, p) if stop else _and(accu, p)
+            p = predicate_value(body(env, tracker), method)
+            accu = cel_or(accu, p) if stop else cel_and(accu, p)
         add(1)
         return accu
     return fold
@@ -462,7 +462,7 @@ def _exists_one(items, env, tracker, name, body):
     accu = celtypes.IntType(0)
     for item in items:
         env[name] = item
-        p = _truth(body(env, tracker), "exists_one")
+        p = predicate_value(body(env, tracker), "exists_one")
         if isinstance(p, CELEvalError):
             accu = p if not isinstance(accu, CELEvalError) else accu
         elif p:
@@ -482,7 +482,7 @@ def _map_filter(keep: bool):
         for item in items:
             env[name] = item
             if keep:
-                p = _truth(body(env, tracker), "filter")
+                p = predicate_value(body(env, tracker), "filter")
                 if isinstance(p, CELEvalError):
                     error = error or p
                     continue
@@ -526,7 +526,7 @@ class FastRunner(CostRunner):
                 hoisted = self._hoisted_values()
                 state = self._closure = compile_closures(self.ast, self.new_activation(),
                                                          hoisted)
-            tracker = _Tracker(limit)
+            tracker = CostTracker(limit)
             try:
                 return state(dict(context or {}), tracker), tracker.cost
             except _Again:

@@ -28,7 +28,7 @@ from tensorsched.framework.state.dra_cel_cost import (
     LIMIT_EXCEEDED,
     CostEvaluator,
     CostLimitExceeded,
-    _Tracker,
+    CostTracker,
 )
 from tensorsched.framework.state.dra_cel_estimate import (
     TOO_COMPLEX,
@@ -102,7 +102,7 @@ def _both(expr: str, device):
     fast = _outcome(lambda: program._run(context, COST_LIMIT))
 
     def reference():
-        tracker = _Tracker(COST_LIMIT)
+        tracker = CostTracker(COST_LIMIT)
         ev = CostEvaluator(ast=program.ast, activation=program.new_activation(),
                            tracker=tracker)
         try:
@@ -145,6 +145,10 @@ def test_closures_answer_and_charge_as_cost_evaluator(seed):
     f"{D}.?model.orValue('z') == 'a100'",
     "{'a': [1, 2]}.a.map(x, x * 2) == [2, 4]",
     "dyn(1) + 2 == 3",
+    f"[{D}.model].exists(d, d.startsWith('a')) && 'abc'.size() == 3",
+    # a field of a list: the closures start again on CostEvaluator
+    "[1].all(x, [x].y == 1)",
+    "[1].all(x, [x].y == 1) || true",
 ])
 def test_chosen_forms_answer_and_charge_as_cost_evaluator(expr):
     for device in DEVICES:

@@ -13,7 +13,7 @@ from tensorsched.framework.state.dra_cel_cost import (
     LIMIT_EXCEEDED,
     CostEvaluator,
     CostLimitExceeded,
-    _Tracker,
+    CostTracker,
 )
 from tensorsched.framework.state.dra_cel_fast import FastRunner, _Compiler
 from tensorsched.framework.state.dra_cel_hoist import constant_roots
@@ -40,7 +40,7 @@ def _columns(values):
 def _in_place(expr: str, n: int, limit=float("inf")):
     """(value or error text, cost) with nothing hoisted: the reference."""
     program = compile_selector(expr).program
-    tracker = _Tracker(limit)
+    tracker = CostTracker(limit)
     ev = CostEvaluator(ast=program.ast, activation=program.new_activation(), tracker=tracker)
     try:
         value = ev.evaluate(_activation(DRIVER, False, {DRIVER: {"n": n}}, {}))
@@ -77,7 +77,7 @@ def test_the_roots_are_the_largest_parts_that_read_no_device_and_no_outer_variab
 @pytest.mark.parametrize("closures", [True, False])
 def test_a_device_independent_part_is_evaluated_once_for_all_devices(closures, monkeypatch):
     calls = []
-    for owner, name in ((CostEvaluator, "_standalone"), (_Compiler, "standalone")):
+    for owner, name in ((CostEvaluator, "standalone"), (_Compiler, "standalone")):
         def counting(self, tree, limit, real=getattr(owner, name)):
             calls.append(tree)
             return real(self, tree, limit)
