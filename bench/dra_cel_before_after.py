@@ -116,8 +116,8 @@ def _run_workloads(path) -> dict:
         with tempfile.NamedTemporaryFile(suffix=".json") as f:
             subprocess.run([sys.executable, "-m", "tensorsched.cli", "bench", "--workload",
                             workload, "--nodes", str(nodes), "--pods", str(pods),
-                            "--output", f.name], env=tree_env(path), check=True,
-                           capture_output=True)
+                            "--backend", "numba", "--output", f.name], env=tree_env(path),
+                           check=True, capture_output=True)
             with open(f.name) as fh:
                 rec = json.load(fh)
         got[workload] = {"nodes": nodes, "pods": pods, "load": load,
@@ -146,6 +146,7 @@ def main(argv=None):
     trees = [("before", base), ("after", None)]
     cases = a.cases.split(",")
     record = {"base_commit": a.base_commit, "commit": git_commit(), "machine": machine_info(),
+              "backend": "numba (the workloads); the selectors run in Python",
               "selectors": SELECTORS, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                  time.gmtime())}
     if "one" in cases:
