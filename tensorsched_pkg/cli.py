@@ -199,7 +199,11 @@ def cmd_bench(args) -> int:
     from tqdm import tqdm
 
     from tensorsched.bench.harness import write_record
+    from tensorsched.bench.sizes import check_bench_size
     from tensorsched.bench.workloads import BENCH_STAGES, run_workload
+    # refused before anything of that size is built (a run past the
+    # machine's memory would swap for minutes, then be killed)
+    check_bench_size(args.workload, args.nodes, args.pods)
     with tqdm(total=len(BENCH_STAGES), desc="bench", unit="stage", file=sys.stderr,
               disable=None, leave=False) as bar:
         def stage(name: str) -> None:

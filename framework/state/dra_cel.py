@@ -27,8 +27,11 @@ device columns are dictionary-encoded, :class:`DeviceValues`) and gathered
 to all devices with one NumPy index; ``&&``, ``||`` and ``!`` combine the
 boolean columns with CEL's error rules (``false && error`` is false, ``true ||
 error`` is true, otherwise the error wins).  Any other expression is
-evaluated by cel-python itself once per distinct tuple of the values it reads
-(devices of one model share one evaluation).  Both paths give the same answers
+evaluated from cel-python's parse tree once per distinct tuple of the values it
+reads (devices of one model share one evaluation), by closures compiled once
+per expression (``dra_cel_fast``; the forms they do not cover by cel-python's
+evaluator, under the runtime cost limit of ``dra_cel_cost``), its parts that
+read no device once per expression (``dra_cel_hoist``).  Both paths give the same answers
 (``tests/framework/state/test_dra_cel.py`` checks them against cel-python on
 random devices).
 
@@ -73,6 +76,7 @@ from .dra_cel_named_formats import NAMED_FORMAT_FUNCTIONS, NAMED_FORMAT_METHODS
 from .dra_cel_net import NET_FUNCTIONS, NET_METHODS
 from .dra_cel_urls import URL_FUNCTIONS, URL_METHODS
 from .dra_cel_values import (
+    MACROS,
     NONE,
     TWO_VARIABLE_MACROS,
     CelOptional,
@@ -401,9 +405,9 @@ def _environment():
     # the optional forms (cel-go's optional library) and the runtime cost
     # limit on cel-python: modules that need cel-python, so imported once it
     # is known to be there
-    from .dra_cel_cost import CostRunner
+    from .dra_cel_fast import FastRunner
 
-    return celpy.Environment(runner_class=CostRunner)
+    return celpy.Environment(runner_class=FastRunner)
 
 
 def parse_expression(text: str):
@@ -437,9 +441,7 @@ RELATIONS = {
 }
 
 
-#: CEL's comprehension macros (``list.exists(x, ...)``): their first
-#: argument names a variable
-MACROS = ("all", "exists", "exists_one", "map", "filter", "optMap", "optFlatMap", "sortBy")
+#: CEL's comprehension macros: ``dra_cel_values.MACROS``
 
 
 #: functions whose result is not bounded by the expression's length

@@ -41,7 +41,9 @@ expansions do: ``cel.bind(x, init, body)`` 10 for its empty range,
 cost case names).  Where an
 error cuts an evaluation short the units cel-go would still count after it
 (it finishes a comprehension's loop) are not counted: the error is the
-answer either way.
+answer either way.  An error in a comprehension's predicate or transform is
+that step's value, folded into the result as cel-go folds it (``[1,
+2].all(x, x / 0 > 1) || true`` is true).
 """
 
 from __future__ import annotations
@@ -59,17 +61,20 @@ from .dra_cel_syntax import (
     go_type,
     macro_name,
 )
+from .dra_cel_hoist import HoistedValues
 from .dra_cel_call_costs import LIST_CREATE, MAP_CREATE, call_cost, operator_cost, self_compare
 from .dra_cel_values import COST_LIMIT, TWO_VARIABLE_MACROS, CelOptional, CostLimitExceeded
 
-__all__ = ["COST_LIMIT", "LIMIT_EXCEEDED", "CostLimitExceeded", "CostEvaluator", "CostRunner"]
+__all__ = ["COST_LIMIT", "LIMIT_EXCEEDED", "MACRO_ARITIES", "OPERATOR_SYMBOLS", "UNCHARGED_CALLS",
+           "CostLimitExceeded", "CostEvaluator", "CostRunner", "CostTracker", "cel_and", "cel_or",
+           "is_attribute", "is_variable", "logical_operand", "predicate_value", "unwrap_chain"]
 
 #: cel-go's error when the limit is passed
 LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
 
 
 
-class _Tracker:
+class CostTracker:
     """The running cost; nothing is charged while ``quiet`` (a ``cel.bind``
     variable's read, charged 1 however its substituted init evaluates)."""
 
@@ -88,7 +93,7 @@ class _Tracker:
             raise CostLimitExceeded
 
 
-_RELATIONS = {"relation_lt": "<", "relation_le": "<=", "relation_gt": ">",
+OPERATOR_SYMBOLS = {"relation_lt": "<", "relation_le": "<=", "relation_gt": ">",
               "relation_ge": ">=", "relation_eq": "==", "relation_ne": "!=",
               "relation_in": "in", "addition_add": "+", "addition_sub": "-",
               "multiplication_mul": "*", "multiplication_div": "/",
@@ -97,10 +102,10 @@ _CHAIN = ("expr", "conditionalor", "conditionaland", "relation", "addition",
           "multiplication", "unary", "member")
 _SELECTS = ("member_dot", "member_index", "member_dot_opt", "member_index_opt")
 #: one-variable comprehension macros: name -> the argument counts they take
-_MACROS = {"all": (2,), "exists": (2,), "exists_one": (2,), "map": (2, 3), "filter": (2,)}
+MACRO_ARITIES = {"all": (2,), "exists": (2,), "exists_one": (2,), "map": (2, 3), "filter": (2,)}
 #: calls that are not charged as a call (``or`` / ``orValue``: cel-go's
 #: steps for them are no call; the macros: charged as their expansions)
-_UNCHARGED = ("or", "orValue", "sortBy", *OPTIONAL_MACROS)
+UNCHARGED_CALLS = ("or", "orValue", "sortBy", *OPTIONAL_MACROS)
 #: functions called in the global form that cost 1 whatever their
 #: arguments: ``dyn``, and ``matches(s, re)``, whose overload (``matches``)
 #: no cost case of cel-go's tracker or Kubernetes' estimator names (only
@@ -108,7 +113,7 @@ _UNCHARGED = ("or", "orValue", "sortBy", *OPTIONAL_MACROS)
 _NOMINAL_GLOBALS = ("dyn", "matches")
 
 
-def _unwrap(node):
+def unwrap_chain(node):
     """Through the grammar's one-child rules and parentheses (not into a
     ``cel.bind`` variable's read: a variable)."""
     while isinstance(node, lark.Tree) and not isinstance(node, BindRead):
@@ -122,17 +127,17 @@ def _unwrap(node):
     return node
 
 
-def _is_variable(node) -> bool:
+def is_variable(node) -> bool:
     return isinstance(node, BindRead) or (
         isinstance(node, lark.Tree) and node.data == "primary"
         and isinstance(node.children[0], lark.Tree) and node.children[0].data == "ident")
 
 
-def _is_attribute(node) -> bool:
+def is_attribute(node) -> bool:
     """A variable, a selection chain on one, or a conditional: what cel-go
     plans as an attribute a further selection extends."""
-    node = _unwrap(node)
-    return _is_variable(node) or (isinstance(node, lark.Tree) and (
+    node = unwrap_chain(node)
+    return is_variable(node) or (isinstance(node, lark.Tree) and (
         node.data in _SELECTS or (node.data == "expr" and len(node.children) == 3)))
 
 
@@ -144,14 +149,14 @@ def _pairs(target):
     return [(celtypes.IntType(i), v) for i, v in enumerate(target)]
 
 
-def _truth(v, macro: str):
+def predicate_value(v, macro: str):
     """A predicate's value: a bool, an error (kept), else no such overload."""
     if isinstance(v, (celtypes.BoolType, CELEvalError)):
         return v
     return CELEvalError(f"no such overload: {macro} predicate of type {go_type(v)}")
 
 
-def _and(a, b):
+def cel_and(a, b):
     """cel-go's ``&&`` of two evaluated terms (false wins over an error)."""
     for v in (a, b):
         if isinstance(v, celtypes.BoolType) and not v:
@@ -162,7 +167,7 @@ def _and(a, b):
     return celtypes.BoolType(True)
 
 
-def _or(a, b):
+def cel_or(a, b):
     for v in (a, b):
         if isinstance(v, celtypes.BoolType) and v:
             return celtypes.BoolType(True)
@@ -172,7 +177,7 @@ def _or(a, b):
     return celtypes.BoolType(False)
 
 
-def _no_bool(v, op: str):
+def logical_operand(v, op: str):
     """A logical operand that is neither a bool nor an error: cel-go's
     ``no such overload``."""
     if isinstance(v, (celtypes.BoolType, CELEvalError)):
@@ -185,21 +190,29 @@ class CostEvaluator(OptionalEvaluator):
     ``&&`` / ``||`` and the comprehensions evaluated as cel-go evaluates
     them (left to right, stopping where it stops)."""
 
-    def __init__(self, *args, tracker: _Tracker, **kwargs):
+    def __init__(self, *args, tracker: CostTracker, hoisted: HoistedValues | None = None,
+                 **kwargs):
         super().__init__(*args, **kwargs)
         self.tracker = tracker
+        self.hoisted = hoisted          # the expression's device-independent parts
         self._values: dict = {}
         self._spent: dict = {}          # node -> the cost its last evaluation charged
         self._free: set = set()
 
     def sub_evaluator(self, ast):
-        sub = CostEvaluator(ast=ast, activation=self.activation, tracker=self.tracker)
+        sub = CostEvaluator(ast=ast, activation=self.activation, tracker=self.tracker,
+                            hoisted=self.hoisted)
         sub._free = self._free
         return sub
 
     # ------------------------------------------------------------ the hook
 
     def _visit_tree(self, tree):
+        hoisted = self.hoisted
+        if hoisted is not None and id(tree) in hoisted.roots and id(tree) not in self._free:
+            got = self._hoisted(tree)
+            if got is not None:
+                return got
         if isinstance(tree, BindRead):
             # the variable's read: 1, whatever its substituted init costs
             self.tracker.quiet += 1
@@ -223,6 +236,36 @@ class CostEvaluator(OptionalEvaluator):
             self._charge(tree, value)
         self._spent[id(tree)] = self.tracker.cost - before
         return value
+
+    def _hoisted(self, tree):
+        """A device-independent subexpression's stored value, its stored
+        cost charged here (``dra_cel_hoist``); None: evaluate it here."""
+        tracker = self.tracker
+        got = self.hoisted.get(tree, tracker.limit, self.standalone)
+        if got is None:
+            return None
+        value, cost, exceeded = got
+        if exceeded and tracker.quiet:
+            return None                 # a bind's read: evaluated uncharged, in place
+        tracker.add(cost)               # raises CostLimitExceeded where cel-go stops
+        self._values[id(tree)] = value
+        self._spent[id(tree)] = cost
+        return value
+
+    def standalone(self, tree, limit):
+        """(value, cost, exceeded) of ``tree`` evaluated on its own (it
+        reads no variable); None when it raised a non-CEL error."""
+        tracker = CostTracker(limit)
+        evaluator = CostEvaluator(ast=tree, activation=self.activation, tracker=tracker)
+        try:
+            value = evaluator.visit(tree)
+        except CostLimitExceeded:
+            return None, limit + 1, True
+        except CELEvalError as exc:
+            value = exc
+        except Exception:               # noqa: BLE001 - re-raised where it is evaluated
+            return None
+        return value, tracker.cost, False
 
     def _value(self, node):
         return self._values.get(id(node))
@@ -248,20 +291,20 @@ class CostEvaluator(OptionalEvaluator):
         elif d in _SELECTS:
             # a selection on a call's result or a literal: the relative
             # attribute cel-go builds costs one more
-            add(1 if _is_attribute(ch[0]) else 2)
+            add(1 if is_attribute(ch[0]) else 2)
         elif d == "member_dot_arg":
             method = str(ch[1])
-            if method in _UNCHARGED or self._is_macro(tree):
+            if method in UNCHARGED_CALLS or self._is_macro(tree):
                 return
             args = [self._value(ch[0])]
             if len(ch) > 2:
                 args += [self._value(a) for a in ch[2].children]
             add(call_cost(method, args, value))
         elif d in ("relation", "addition", "multiplication") and len(ch) == 2:
-            op = _RELATIONS[ch[0].data]
+            op = OPERATOR_SYMBOLS[ch[0].data]
             add(operator_cost(op, self._value(ch[0].children[0]), self._value(ch[1])))
         elif d == "unary" and len(ch) == 2:
-            literal = _unwrap(ch[1])
+            literal = unwrap_chain(ch[1])
             folded = ch[0].data == "unary_neg" and isinstance(literal, lark.Tree) \
                 and literal.data == "primary" and literal.children[0].data == "literal"
             add(0 if folded else 1)
@@ -270,32 +313,33 @@ class CostEvaluator(OptionalEvaluator):
     def _is_macro(tree) -> bool:
         method = str(tree.children[1])
         count = len(tree.children[2].children) if len(tree.children) > 2 else 0
-        return count in _MACROS.get(method, ()) or count in TWO_VARIABLE_MACROS.get(method, ())
+        return (count in MACRO_ARITIES.get(method, ())
+                or count in TWO_VARIABLE_MACROS.get(method, ()))
 
     # ------------------------------------------------------------ cel-go's order
 
     def conditionalor(self, tree):
         if len(tree.children) == 1:
             return super().conditionalor(tree)
-        left = _no_bool(self.visit(tree.children[0]), "_||_")
+        left = logical_operand(self.visit(tree.children[0]), "_||_")
         if isinstance(left, celtypes.BoolType) and left:
             return left
-        return _or(left, _no_bool(self.visit(tree.children[1]), "_||_"))
+        return cel_or(left, logical_operand(self.visit(tree.children[1]), "_||_"))
 
     def conditionaland(self, tree):
         if len(tree.children) == 1:
             return super().conditionaland(tree)
-        left = _no_bool(self.visit(tree.children[0]), "_&&_")
+        left = logical_operand(self.visit(tree.children[0]), "_&&_")
         if isinstance(left, celtypes.BoolType) and not left:
             return left
-        return _and(left, _no_bool(self.visit(tree.children[1]), "_&&_"))
+        return cel_and(left, logical_operand(self.visit(tree.children[1]), "_&&_"))
 
     def expr(self, tree):
         if len(tree.children) != 3:
             return super().expr(tree)
         # a variable read as a branch of the conditional is free (cel-go
         # resolves the branch's attribute without observing it)
-        free = [id(_unwrap(b)) for b in tree.children[1:] if _is_variable(_unwrap(b))]
+        free = [id(unwrap_chain(b)) for b in tree.children[1:] if is_variable(unwrap_chain(b))]
         self._free.update(free)
         try:
             return super().expr(tree)
@@ -308,7 +352,7 @@ class CostEvaluator(OptionalEvaluator):
                 and str(child.children[0]) == "has" and len(child.children) > 1:
             # presence tests are free (Kubernetes turns their cost off): the
             # tested selection's own unit is not charged
-            tested = _unwrap(child.children[1].children[0])
+            tested = unwrap_chain(child.children[1].children[0])
             self._free.add(id(tested))
             try:
                 return super().primary(tree)
@@ -321,7 +365,7 @@ class CostEvaluator(OptionalEvaluator):
     def member_dot_arg(self, tree):
         method = str(tree.children[1])
         args = tree.children[2].children if len(tree.children) > 2 else []
-        if args and self._is_macro(tree) and method not in _UNCHARGED:
+        if args and self._is_macro(tree) and method not in UNCHARGED_CALLS:
             return self._fold(tree, method)
         value = super().member_dot_arg(tree)
         if method in OPTIONAL_MACROS and len(args) == 2:
@@ -363,7 +407,7 @@ class CostEvaluator(OptionalEvaluator):
         """A comprehension as cel-go's expansion evaluates it (module doc)."""
         args = tree.children[2].children
         two = len(args) in TWO_VARIABLE_MACROS.get(method, ()) and \
-            not len(args) in _MACROS.get(method, ())
+            not len(args) in MACRO_ARITIES.get(method, ())
         target = self.visit(tree.children[0])
         if isinstance(target, CELEvalError):
             return target
@@ -375,7 +419,13 @@ class CostEvaluator(OptionalEvaluator):
         add = self.tracker.add
 
         def run(body, item):
-            return body.evaluate(dict(zip(names, item)))
+            # an error is the step's value (cel-go folds it into the
+            # accumulator: ``error || true`` is still true), not the end
+            # of the whole evaluation
+            try:
+                return body.evaluate(dict(zip(names, item)))
+            except CELEvalError as exc:
+                return exc
 
         if method in ("all", "exists"):
             stop = method == "exists"               # the value that ends the loop
@@ -385,14 +435,14 @@ class CostEvaluator(OptionalEvaluator):
                 if isinstance(accu, celtypes.BoolType) and bool(accu) == stop:
                     break
                 add(1)
-                p = _truth(run(bodies[0], item), method)
-                accu = _or(accu, p) if stop else _and(accu, p)
+                p = predicate_value(run(bodies[0], item), method)
+                accu = cel_or(accu, p) if stop else cel_and(accu, p)
             add(1)
             return accu
         if method in ("exists_one", "existsOne"):
             accu = celtypes.IntType(0)
             for item in items:
-                p = _truth(run(bodies[0], item), method)
+                p = predicate_value(run(bodies[0], item), method)
                 if isinstance(p, CELEvalError):
                     accu = p if not isinstance(accu, CELEvalError) else accu
                 elif p:
@@ -411,7 +461,7 @@ class CostEvaluator(OptionalEvaluator):
         error = None
         for item in items:
             if keep:
-                p = _truth(run(keep[0], item), method)
+                p = predicate_value(run(keep[0], item), method)
                 if isinstance(p, CELEvalError):
                     error = error or p
                     continue
@@ -459,9 +509,18 @@ class CostRunner(OptionalRunner):
         ``ActualCost``)."""
         return self._run(context, float("inf"))[1]
 
+    def _hoisted_values(self) -> HoistedValues:
+        """The expression's device-independent parts, kept with its program
+        (``compile_selector`` keeps one program per expression)."""
+        hoisted = self.__dict__.get("_hoisted")
+        if hoisted is None:
+            hoisted = self._hoisted = HoistedValues(self.ast)
+        return hoisted
+
     def _run(self, context, limit):
-        tracker = _Tracker(limit)
-        evaluator = CostEvaluator(ast=self.ast, activation=self.new_activation(), tracker=tracker)
+        tracker = CostTracker(limit)
+        evaluator = CostEvaluator(ast=self.ast, activation=self.new_activation(), tracker=tracker,
+                                  hoisted=self._hoisted_values())
         try:
             value = evaluator.evaluate(context)
         except CELEvalError as exc:

@@ -12,9 +12,13 @@ from fractions import Fraction
 
 from tensorsched.framework.parsing.semver import Semver
 
-__all__ = ["NONE", "TWO_VARIABLE_MACROS", "COST_LIMIT", "CelOptional", "CelRuntimeError",
+__all__ = ["NONE", "MACROS", "TWO_VARIABLE_MACROS", "COST_LIMIT", "CelOptional", "CelRuntimeError",
            "CostLimitExceeded", "Quantity", "cel_equal", "is_cel_number", "type_name"]
 
+
+#: CEL's comprehension macros (``list.exists(x, ...)``): their first
+#: argument names a variable
+MACROS = ("all", "exists", "exists_one", "map", "filter", "optMap", "optFlatMap", "sortBy")
 
 #: cel-go's two-variable comprehensions (Kubernetes' base environment from
 #: 1.32): macro -> the argument counts it takes (two variables first)
