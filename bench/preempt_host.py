@@ -48,7 +48,12 @@ like thread storm after each cycle), so ``--stub-kernel`` replaces the
 placement cycle's launch by a host stand-in (other placements, the same
 host path): the host's own work as a GPU's host would do it.  ``--combine``
 puts ``totals-{base,after}-{cuda,cuda-stub,numba}-WORKLOAD-ROUND.json``
-records beside each other (``totals_rounds``).
+records beside each other (``totals_rounds``).  ``--stub-cycle`` (an
+itemized run, any workload) replaces that launch by one computing the
+same outputs on the host (``_stub_cycle_same``: the numba twins), so a
+preemptor's cycle fails as it must and the placements are the
+workload's; with ``--stub-victims`` no simulated block of threads runs in
+a preemptor at all.
 
 Before/after: this file run as a script by the base tree's interpreter
 (``base-WORKLOAD-ROUND.json``) and by this tree's (``after-...``), each
@@ -182,6 +187,7 @@ class _Clock:
         self.depth = 0
         self.up = 0
         self.down = 0
+        self.stub_cycles = 0        # launches ``_stub_cycle_same`` answered
 
 
 def _patch_kernels(clock: _Clock) -> None:
@@ -251,15 +257,19 @@ def _wrap_items(clock: _Clock, totals: dict) -> None:
                     setattr(m, name, timed)
 
 
-def run(workload: str, nodes: int, pods: int, stub_victims: bool = False) -> dict:
+def run(workload: str, nodes: int, pods: int, stub_victims: bool = False,
+        stub_cycle: bool = False) -> dict:
     """The record of one itemized run (see the module doc); ``stub_victims``:
     the victim search's and pick's launches host stand-ins
-    (``_stub_victims``)."""
+    (``_stub_victims``); ``stub_cycle``: the placement cycle's launch a
+    host stand-in with the same outputs (``_stub_cycle_same``)."""
     clock = _Clock()
     totals: dict = {}
     _patch_kernels(clock)
     if stub_victims:
         _stub_victims(clock)
+    if stub_cycle:
+        _stub_cycle_same(clock)
     from tensorsched.bench.harness import record_stamp
     from tensorsched.framework.scheduler.scheduler import Scheduler
     marks: dict = {}
@@ -318,6 +328,8 @@ def run(workload: str, nodes: int, pods: int, stub_victims: bool = False) -> dic
         "workload": workload, "nodes": nodes, "pods": pods, "backend": "cuda",
         "simulator": os.environ.get("NUMBA_ENABLE_CUDASIM") == "1",
         **({"stub_victims": True} if stub_victims else {}),
+        **({"stub_cycle": True, "stub_cycle_launches": clock.stub_cycles}
+           if stub_cycle else {}),
         "attempts": len(per),
         "host_us_per_attempt": {"p50": round(float(np.median(host)), 1) if host else None,
                                 "mean": round(float(np.mean(host)), 1) if host else None,
@@ -428,6 +440,85 @@ def _stub_cycle_pick(clock: _Clock) -> None:
             got = min(int(num_to_find), int(n_rows))
             out[:4] = (int(rows[start]), got, got, 0)
         finally:
+            clock.depth -= 1
+    launcher.launch_cycle_pick = stand_in
+
+
+def _stub_cycle_same(clock: _Clock) -> None:
+    """Replace the placement cycle's launch (``_cuda_cycle.launch_cycle_pick``)
+    with a host stand-in writing the same outputs into the same device
+    arrays: the staged rows written into the packs and recomputed in the
+    row cache (``_cuda.write_staged_values``' source and the stage's
+    unpacking, over the numba twins of ``fused._core``'s rules), the
+    moved domain sums written into the rule table, then the pick of the
+    numba twin (``fused.cycle.pick``, the same ``_cycle_core`` source).
+    Unlike ``_stub_cycle_pick`` the placements are the workload's (a
+    preemptor's cycle fails as it must; tests), and no simulated block of
+    threads runs between the host's steps.  Counted as a launch and timed
+    as a kernel (taken out)."""
+    import inspect
+
+    from numba import njit
+
+    from tensorsched.kernels import domain_rules_cycle as DRC
+    from tensorsched.kernels._compile import KEY, compile_source
+    from tensorsched.kernels.fused import _numba as FN
+    from tensorsched.kernels.fused import cycle as FC
+    from tensorsched.kernels.fused import stage_args as SA
+    FCU = importlib.import_module("tensorsched.kernels.fused._cuda")
+    launcher = importlib.import_module("tensorsched.kernels.fused._cuda_cycle")
+    dev = FCU.write_staged_values
+    values = inspect.getsource(getattr(dev, "py_func", None) or dev.fn)
+    values = values[values.index("def "):]          # the decorator off
+    src = "\n\n".join((values, FCU._STAGE_TEMPLATE.format(
+        packed=SA.PACKED_PARAMETERS, unpack=SA.unpack_source("    "),
+        reasons_args=SA.call_arguments(FN._core.node_reasons, 1),
+        scores_args=SA.call_arguments(FN._core.node_raw_scores, 3)), """
+def write_rows(k, staged, node_i64, node_flags, label_vals, qbuf, reasons_by_row, raw_by_row):
+    for j in range(k):
+        i = write_staged_values(j, k, staged, node_i64, node_flags, label_vals, qbuf)
+        r = stage_reasons(i, node_i64, node_flags, label_vals, qbuf)
+        reasons_by_row[i] = r
+        if r == 0:
+            stage_raw_scores(i, i, raw_by_row, node_i64, node_flags, label_vals, qbuf)
+"""))
+    host = compile_source(
+        "tensorsched.bench.cycle_rows_host", src, njit,
+        ("write_staged_values", "stage_reasons", "stage_raw_scores", "write_rows"),
+        {"node_reasons": FN.node_reasons, "node_raw_scores": FN.node_raw_scores,
+         "_NCOLS": FCU._NCOLS, "_STAGED_ORDER": FCU._STAGED_ORDER,
+         "_STAGED_PACK": FCU._STAGED_PACK},
+        options={"nogil": True}, cache=True, depends=(FN.core[KEY],))["write_rows"]
+
+    def stand_in(n_rows, staged, k, packs, qbuf, rows, reasons_by_row, raw_by_row, sparams,
+                 start, num_to_find, seed_mix, pods_at, out, rules=None):
+        h = _host_array
+        if not 0 < n_rows <= launcher.MAX_ROWS:     # as the launcher refuses
+            raise ValueError(f"a device cycle takes 1 to {launcher.MAX_ROWS} rows, "
+                             f"got {n_rows}")
+        clock.launches += 1
+        clock.stub_cycles += 1
+        clock.depth += 1            # inside a kernel: its reads and writes are not calls
+        t = time.thread_time()
+        try:
+            i64, flags, labels = (h(p) for p in packs)
+            reasons, raw = h(reasons_by_row), h(raw_by_row)
+            if k:
+                host(np.int64(k), h(staged), i64, flags, labels, h(qbuf), reasons, raw)
+            table = None
+            if rules is not None:
+                table, rbuf, n_upd = rules
+                rbuf, sums = h(rbuf), h(table.sums)
+                n_rules = table.n_rules
+                at = rbuf[n_rules:n_rules + n_upd]      # flat r x D + d
+                sums[at // sums.shape[1], at % sums.shape[1]] = \
+                    rbuf[n_rules + n_upd:n_rules + 2 * n_upd]
+                table = DRC.HostRules(n_rules, h(table.domp1), sums, h(table.params), rbuf)
+            got = FC.pick(h(rows), int(start), reasons, raw, int(num_to_find), h(sparams),
+                          int(seed_mix), i64, int(pods_at), rules=table)
+            h(out)[:4] = got[:4]
+        finally:
+            clock.kernel += time.thread_time() - t
             clock.depth -= 1
     launcher.launch_cycle_pick = stand_in
 
@@ -925,7 +1016,14 @@ def main(argv=None) -> int:
                     help="the victim search's and pick's launches host stand-ins "
                          "(_stub_victims: the numba twins, same outputs; minutes, not "
                          "tens of minutes, at 10,000 nodes)")
+    ap.add_argument("--stub-cycle", action="store_true",
+                    help="the placement cycle's launch a host stand-in with the same "
+                         "outputs (_stub_cycle_same: the numba twins; the workload's "
+                         "placements, a preemptor's cycle fails as it must)")
     args = ap.parse_args(argv)
+    if args.stub_cycle and (args.no_items or args.tables_ab or args.combine):
+        ap.error("--stub-cycle goes with an itemized run (no --no-items, --tables-ab, "
+                 "--combine)")
     if args.no_items:
         if not args.workload.endswith("-nobatch"):
             ap.error("--no-items takes a -nobatch workload")
@@ -943,7 +1041,7 @@ def main(argv=None) -> int:
         if totals:
             rec["no_items"] = totals
     else:
-        rec = run(args.workload, args.nodes, args.pods, args.stub_victims)
+        rec = run(args.workload, args.nodes, args.pods, args.stub_victims, args.stub_cycle)
     text = json.dumps(rec, indent=1)
     if args.output:
         with open(args.output, "w") as f:

@@ -132,3 +132,21 @@ def test_the_victim_stand_ins_place_as_the_simulator(tmp_path):
     assert stub["placements_sha256"] == sim["placements_sha256"]
     assert stub["kernels_per_attempt"] == sim["kernels_per_attempt"]
     assert stub["items"]["> preempt > DeviceVictims.search_and_pick"]["calls"] == 1
+
+
+@pytest.mark.parametrize("workload", ["preemption", "preemption-spread"])
+def test_the_cycle_stand_in_places_as_the_simulator(tmp_path, workload):
+    """``--stub-cycle``: the placement cycle's launch a host stand-in with
+    the kernel's outputs (the numba twins), so a preemptor's cycle fails
+    as it must: the same placements and preemptions as the simulator's
+    kernel (the first-row stand-in of ``--stub-kernel`` places every
+    preemptor without preempting), the stand-in answering every cycle
+    launch, the launches still counted."""
+    args = ("--workload", workload, "--nodes", "40", "--pods", "3", "--stub-victims")
+    sim = _run(tmp_path, *args)
+    stub = _run(tmp_path, *args, "--stub-cycle")
+    assert stub["stub_cycle"] and "stub_cycle" not in sim
+    assert stub["stub_cycle_launches"] >= stub["attempts"]     # each preemptor's failed cycle
+    assert stub["preemptions"] == sim["preemptions"] == 3
+    assert stub["placements_sha256"] == sim["placements_sha256"]
+    assert stub["kernels_per_attempt"] == sim["kernels_per_attempt"]
