@@ -53,7 +53,8 @@ itemized run, any workload) replaces that launch by one computing the
 same outputs on the host (``_stub_cycle_same``: the numba twins), so a
 preemptor's cycle fails as it must and the placements are the
 workload's; with ``--stub-victims`` no simulated block of threads runs in
-a preemptor at all.
+a preemptor's cycle and victim search (``--stub-all``: nor in its search
+on counts or its tables' row scatters, ``_stub_rest``).
 
 Before/after: this file run as a script by the base tree's interpreter
 (``base-WORKLOAD-ROUND.json``) and by this tree's (``after-...``), each
@@ -258,11 +259,13 @@ def _wrap_items(clock: _Clock, totals: dict) -> None:
 
 
 def run(workload: str, nodes: int, pods: int, stub_victims: bool = False,
-        stub_cycle: bool = False) -> dict:
+        stub_cycle: bool = False, stub_rest: bool = False) -> dict:
     """The record of one itemized run (see the module doc); ``stub_victims``:
     the victim search's and pick's launches host stand-ins
     (``_stub_victims``); ``stub_cycle``: the placement cycle's launch a
-    host stand-in with the same outputs (``_stub_cycle_same``)."""
+    host stand-in with the same outputs (``_stub_cycle_same``);
+    ``stub_rest``: the search on counts and the tables' scatters too
+    (``_stub_rest``)."""
     clock = _Clock()
     totals: dict = {}
     _patch_kernels(clock)
@@ -270,6 +273,8 @@ def run(workload: str, nodes: int, pods: int, stub_victims: bool = False,
         _stub_victims(clock)
     if stub_cycle:
         _stub_cycle_same(clock)
+    if stub_rest:
+        _stub_rest(clock)
     from tensorsched.bench.harness import record_stamp
     from tensorsched.framework.scheduler.scheduler import Scheduler
     marks: dict = {}
@@ -330,6 +335,7 @@ def run(workload: str, nodes: int, pods: int, stub_victims: bool = False,
         **({"stub_victims": True} if stub_victims else {}),
         **({"stub_cycle": True, "stub_cycle_launches": clock.stub_cycles}
            if stub_cycle else {}),
+        **({"stub_rest": True} if stub_rest else {}),
         "attempts": len(per),
         "host_us_per_attempt": {"p50": round(float(np.median(host)), 1) if host else None,
                                 "mean": round(float(np.mean(host)), 1) if host else None,
@@ -583,6 +589,95 @@ def _stub_victims(clock: _Clock) -> None:
             o[PC.OUT_VICTIMS:PC.OUT_VICTIMS + vi.shape[1]] = vi[got.chosen]
     VC.launch = as_kernel(search)
     PC.launch_pick = as_kernel(pick)
+
+
+def _grid_loop(source: str, name: str) -> str:
+    """A one-thread-per-item kernel's source (``i = cuda.grid(1)``, then
+    ``if i >= BOUND: return``) as the source of a host function ``name``
+    with the same parameters: the lines before the guard once, then the
+    rest in ``for i in range(BOUND)`` (thread order; each item writes its
+    own outputs, so any order gives the kernel's)."""
+    source = source[source.index("def "):]          # the decorator off
+    source = re.sub(r"^def \w+\(", f"def {name}(", source, count=1)
+    grid = re.search(r"^( +)(\w+) = cuda\.grid\(1\)\n", source, re.M)
+    ind, var = grid.group(1), grid.group(2)
+    guard = re.search(rf"^{ind}if {var} >= (.+):\n{ind}    return\n", source, re.M)
+    if grid is None or guard is None or guard.start() < grid.end():
+        raise ValueError(f"not a one-thread-per-item kernel: {name}")
+    body = "".join("    " + line if line.strip() else line
+                   for line in source[guard.end():].splitlines(True))
+    return (source[:grid.start()] + source[grid.end():guard.start()]
+            + f"{ind}for {var} in range({guard.group(1)}):\n" + body)
+
+
+def _stub_rest(clock: _Clock) -> None:
+    """Replace the launches a preemptor makes besides the cycle's and the
+    victim search's (``_stub_cycle_same``, ``_stub_victims``) by host
+    stand-ins writing the same outputs into the same device arrays: the
+    search on counts (``victims._counts_cuda.launch``: one simulated thread
+    per position of the whole visiting order, minutes a preemptor at
+    10,000 nodes) and the pod and probe tables' row scatters
+    (``victims._pick_cuda.launch_scatter_packed`` / ``launch_scatter_flat_rows``),
+    each the kernel's own source as a host loop (``_grid_loop``) compiled
+    with ``njit`` over the numba twins of the device functions it calls.
+    Counted as launches and timed as kernels (taken out)."""
+    import inspect
+
+    from numba import njit
+
+    CC = importlib.import_module("tensorsched.kernels.victims._counts_cuda")
+    PC = importlib.import_module("tensorsched.kernels.victims._pick_cuda")
+    VN = importlib.import_module("tensorsched.kernels.victims._numba")
+
+    def py(kernel):
+        return inspect.getsource(getattr(kernel, "py_func", None) or kernel.fn)
+    counts_src = _grid_loop(CC._TEMPLATE.format(
+        per=CC._per_lines("    "), stage=CC._stage_lines("    "), work=CC._work_lines("    "),
+        args=CC._ARGS), "counts_host")
+    # position_kind itself a call (the numba visit inlines it into a loop
+    # of its own; the rules it calls are inlined as there)
+    ns = {"position_kind": njit(VN.counts_core["position_kind"].py_func, nogil=True),
+          "F_PORTS": CC._counts_core.F_PORTS,
+          "F_FIT": CC._counts_core.F_FIT, "KIND_OK": CC._counts_core.KIND_OK,
+          "CODE_KIND_BASE": CC.CODE_KIND_BASE}
+    exec(compile(counts_src, "<counts search (host loop)>", "exec"), ns)
+    counts = njit(ns["counts_host"], nogil=True)
+    scatter = {}
+    for kernel in ("scatter_packed_kernel", "scatter_flat_rows_kernel"):
+        ns = {}
+        exec(compile(_grid_loop(py(getattr(PC, kernel)), kernel), f"<{kernel} (host loop)>",
+                     "exec"), ns)
+        scatter[kernel] = njit(ns[kernel], nogil=True)
+
+    def as_kernel(fn):
+        def inner(*a):
+            clock.launches += 1
+            clock.depth += 1        # inside a kernel: its reads and writes are not calls
+            t = time.thread_time()
+            try:
+                fn(*(_host_array(x) for x in a))
+            finally:
+                clock.kernel += time.thread_time() - t
+                clock.depth -= 1
+        return inner
+
+    def counts_launch(n_pos, prio, packs, qbuf, allocatable, tables, pdb_allowed, index,
+                      probe_nodes, probe_doms, visit, per, work):
+        counts(np.int64(prio), *packs, qbuf, allocatable, *tables, pdb_allowed, index,
+               probe_nodes, probe_doms, visit, per, work)
+
+    def host_args(fn):
+        def inner(*a):
+            h = _host_array
+            fn(*(tuple(h(t) for t in x) if isinstance(x, tuple) else h(x) for x in a))
+        return inner
+    CC.launch = as_kernel(host_args(counts_launch))
+    PC.launch_scatter_packed = as_kernel(
+        lambda packed, d_rows, *tables: scatter["scatter_packed_kernel"](
+            packed, np.int64(d_rows), *tables))
+    PC.launch_scatter_flat_rows = as_kernel(
+        lambda packed, d_rows, table: scatter["scatter_flat_rows_kernel"](
+            packed, np.int64(d_rows), table))
 
 
 def _p50(xs: list) -> float | None:
@@ -1020,7 +1115,13 @@ def main(argv=None) -> int:
                     help="the placement cycle's launch a host stand-in with the same "
                          "outputs (_stub_cycle_same: the numba twins; the workload's "
                          "placements, a preemptor's cycle fails as it must)")
+    ap.add_argument("--stub-all", action="store_true",
+                    help="every launch of a preemptor a host stand-in with the same outputs: "
+                         "--stub-victims, --stub-cycle and the search on counts and the "
+                         "tables' scatters (_stub_rest)")
     args = ap.parse_args(argv)
+    if args.stub_all:
+        args.stub_victims = args.stub_cycle = True
     if args.stub_cycle and (args.no_items or args.tables_ab or args.combine):
         ap.error("--stub-cycle goes with an itemized run (no --no-items, --tables-ab, "
                  "--combine)")
@@ -1041,7 +1142,8 @@ def main(argv=None) -> int:
         if totals:
             rec["no_items"] = totals
     else:
-        rec = run(args.workload, args.nodes, args.pods, args.stub_victims, args.stub_cycle)
+        rec = run(args.workload, args.nodes, args.pods, args.stub_victims, args.stub_cycle,
+                  args.stub_all)
     text = json.dumps(rec, indent=1)
     if args.output:
         with open(args.output, "w") as f:

@@ -134,19 +134,25 @@ def test_the_victim_stand_ins_place_as_the_simulator(tmp_path):
     assert stub["items"]["> preempt > DeviceVictims.search_and_pick"]["calls"] == 1
 
 
-@pytest.mark.parametrize("workload", ["preemption", "preemption-spread"])
-def test_the_cycle_stand_in_places_as_the_simulator(tmp_path, workload):
+@pytest.mark.parametrize("workload", ["preemption", "preemption-spread",
+                                      "preemption-antiaffinity"])
+def test_the_host_stand_ins_place_as_the_simulator(tmp_path, workload):
     """``--stub-cycle``: the placement cycle's launch a host stand-in with
     the kernel's outputs (the numba twins), so a preemptor's cycle fails
-    as it must: the same placements and preemptions as the simulator's
-    kernel (the first-row stand-in of ``--stub-kernel`` places every
-    preemptor without preempting), the stand-in answering every cycle
-    launch, the launches still counted."""
-    args = ("--workload", workload, "--nodes", "40", "--pods", "3", "--stub-victims")
+    as it must (the first-row stand-in of ``--stub-kernel`` would place it
+    without preempting); ``--stub-all``: every launch of a preemptor a host
+    stand-in (the search on counts and the tables' scatters as host loops
+    of the kernels' own source).  The same placements and preemptions as
+    the simulator's kernels, the stand-ins answering, the launches still
+    counted."""
+    args = ("--workload", workload, "--nodes", "40", "--pods", "3")
     sim = _run(tmp_path, *args)
-    stub = _run(tmp_path, *args, "--stub-cycle")
-    assert stub["stub_cycle"] and "stub_cycle" not in sim
-    assert stub["stub_cycle_launches"] >= stub["attempts"]     # each preemptor's failed cycle
-    assert stub["preemptions"] == sim["preemptions"] == 3
-    assert stub["placements_sha256"] == sim["placements_sha256"]
-    assert stub["kernels_per_attempt"] == sim["kernels_per_attempt"]
+    cycle = _run(tmp_path, *args, "--stub-victims", "--stub-cycle")
+    every = _run(tmp_path, *args, "--stub-all")
+    assert cycle["stub_cycle"] and "stub_cycle" not in sim and "stub_rest" not in cycle
+    assert every["stub_cycle"] and every["stub_victims"] and every["stub_rest"]
+    for rec in (cycle, every):
+        assert rec["stub_cycle_launches"] >= rec["attempts"]   # each preemptor's failed cycle
+        assert rec["preemptions"] == sim["preemptions"] == 3
+        assert rec["placements_sha256"] == sim["placements_sha256"]
+        assert rec["kernels_per_attempt"] == sim["kernels_per_attempt"]
