@@ -156,6 +156,7 @@ class PodTable:
         # class record each entry was mapped from (``_class_map``)
         self._cmap = np.full(0, -1, np.int64)
         self._cmap_recs: list = []
+        self.class_entries_mapped = 0       # entries ``_class_map`` looked at one by one
         self._kept: dict[int, int] = {}     # row -> row version it is current at
         # batched row writes (one a sync that wrote rows) and pods whose
         # columns were read one at a time (host ports, PDBs): ``_write_rows``
@@ -350,8 +351,9 @@ class PodTable:
         (``BoundPods._release_class``), so an entry holds while the class
         record it was mapped from is still its id's (by identity): with
         few classes every entry is checked in one C-level pass, else the
-        distinct ids met; an entry whose record changed is mapped again
-        (``_class_of``)."""
+        ids met (one C-level pass; one by one, counted in
+        ``class_entries_mapped``, only when one of them changed); an entry
+        whose record changed is mapped again (``_class_of``)."""
         bound = self.state.pods
         classes = bound.classes
         if self._cmap.shape[0] < len(classes):
@@ -366,8 +368,18 @@ class PodTable:
             met = range(len(classes))
         else:
             cid = bound.class_id[slots]
-            met = set(cid.tolist()) if cid.shape[0] <= 4096 else np.unique(cid).tolist()
+            if cid.shape[0] <= 4096:
+                ids = cid.tolist()
+                # the classes met still mapped from the records they hold:
+                # one C-level pass (a preemptor's row: a few dozen pods,
+                # as many classes)
+                if all(map(is_, map(classes.__getitem__, ids), map(recs.__getitem__, ids))):
+                    return cmap
+                met = set(ids)
+            else:
+                met = np.unique(cid).tolist()
         for c in met:
+            self.class_entries_mapped += 1
             rec = classes[c]
             if recs[c] is not rec:
                 if rec is not None:         # None: a freed id, no pod holds it
