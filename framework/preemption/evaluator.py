@@ -42,8 +42,8 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from itertools import chain, repeat
-from operator import is_, itemgetter
+from itertools import chain, compress, repeat
+from operator import is_, is_not, itemgetter
 
 import weakref
 
@@ -351,9 +351,9 @@ class PodTable:
         (``BoundPods._release_class``), so an entry holds while the class
         record it was mapped from is still its id's (by identity): with
         few classes every entry is checked in one C-level pass, else the
-        ids met (one C-level pass; one by one, counted in
-        ``class_entries_mapped``, only when one of them changed); an entry
-        whose record changed is mapped again (``_class_of``)."""
+        ids met whose record changed (found in one C-level pass; looked at
+        one by one, counted in ``class_entries_mapped``); an entry whose
+        record changed is mapped again (``_class_of``)."""
         bound = self.state.pods
         classes = bound.classes
         if self._cmap.shape[0] < len(classes):
@@ -370,12 +370,11 @@ class PodTable:
             cid = bound.class_id[slots]
             if cid.shape[0] <= 4096:
                 ids = cid.tolist()
-                # the classes met still mapped from the records they hold:
-                # one C-level pass (a preemptor's row: a few dozen pods,
-                # as many classes)
-                if all(map(is_, map(classes.__getitem__, ids), map(recs.__getitem__, ids))):
-                    return cmap
-                met = set(ids)
+                # the ids met whose record changed, in one C-level pass (a
+                # preemptor's row: a few dozen pods, as many classes, one
+                # of them new)
+                met = set(compress(ids, map(is_not, map(classes.__getitem__, ids),
+                                            map(recs.__getitem__, ids))))
             else:
                 met = np.unique(cid).tolist()
         for c in met:
