@@ -275,13 +275,14 @@ def _wrap_items(clock: _Clock, totals: dict) -> None:
 
 
 def run(workload: str, nodes: int, pods: int, stub_victims: bool = False,
-        stub_cycle: bool = False, stub_rest: bool = False) -> dict:
+        stub_cycle: bool = False, stub_rest: bool = False, items: bool = True) -> dict:
     """The record of one itemized run (see the module doc); ``stub_victims``:
     the victim search's and pick's launches host stand-ins
     (``_stub_victims``); ``stub_cycle``: the placement cycle's launch a
     host stand-in with the same outputs (``_stub_cycle_same``);
     ``stub_rest``: the search on counts and the tables' scatters too
-    (``_stub_rest``)."""
+    (``_stub_rest``); ``items`` False: no item wrapped (the attempt's host
+    microseconds without the items' own clock reads: ``_clock_cost``)."""
     clock = _Clock()
     totals: dict = {}
     _patch_kernels(clock)
@@ -298,7 +299,8 @@ def run(workload: str, nodes: int, pods: int, stub_victims: bool = False,
     def progress(stage):
         if stage in ("warmed up", "warm"):
             marks["go"] = True
-            _wrap_items(clock, totals)
+            if items:
+                _wrap_items(clock, totals)
             per.clear()
             steps.clear()
             seen.clear()
@@ -352,6 +354,11 @@ def run(workload: str, nodes: int, pods: int, stub_victims: bool = False,
         **({"stub_cycle": True, "stub_cycle_launches": clock.stub_cycles}
            if stub_cycle else {}),
         **({"stub_rest": True} if stub_rest else {}),
+        **({} if items else {"items_wrapped": False}),
+        # each item call reads the thread clock twice inside its parents
+        # (their figures hold that much of the bench's own time)
+        "item_calls_per_attempt": round(sum(c for c, _s in totals.values()) / n, 1),
+        "thread_time_call_us": _clock_cost(),
         "attempts": len(per),
         "host_us_per_attempt": {"p50": round(float(np.median(host)), 1) if host else None,
                                 "mean": round(float(np.mean(host)), 1) if host else None,
@@ -541,6 +548,18 @@ def write_rows(k, staged, node_i64, node_flags, label_vals, qbuf, reasons_by_row
                       int(seed_mix), i64, int(pods_at), rules=table)
         h(out)[:4] = got[:4]
     launcher.launch_cycle_pick = stand_in
+
+
+def _clock_cost() -> float:
+    """Microseconds one ``time.thread_time`` call takes here (median of
+    a few thousand; a system call on some virtual machines)."""
+    got = []
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(2000):
+            time.thread_time()
+        got.append((time.perf_counter() - t) / 2000)
+    return round(float(np.median(got)) * 1e6, 2)
 
 
 def _host_array(a):
@@ -1119,6 +1138,9 @@ def main(argv=None) -> int:
                     help="every launch of a preemptor a host stand-in with the same outputs: "
                          "--stub-victims, --stub-cycle and the search on counts and the "
                          "tables' scatters (_stub_rest)")
+    ap.add_argument("--no-item-wrappers", action="store_true",
+                    help="an itemized workload's attempts timed whole, no item wrapped "
+                         "(no clock reads of the items inside the attempt)")
     args = ap.parse_args(argv)
     if args.stub_all:
         args.stub_victims = args.stub_cycle = True
@@ -1143,7 +1165,7 @@ def main(argv=None) -> int:
             rec["no_items"] = totals
     else:
         rec = run(args.workload, args.nodes, args.pods, args.stub_victims, args.stub_cycle,
-                  args.stub_all)
+                  args.stub_all, not args.no_item_wrappers)
     text = json.dumps(rec, indent=1)
     if args.output:
         with open(args.output, "w") as f:

@@ -156,3 +156,19 @@ def test_the_host_stand_ins_place_as_the_simulator(tmp_path, workload):
         assert rec["preemptions"] == sim["preemptions"] == 3
         assert rec["placements_sha256"] == sim["placements_sha256"]
         assert rec["kernels_per_attempt"] == sim["kernels_per_attempt"]
+
+
+def test_an_attempt_timed_without_the_item_wrappers(tmp_path):
+    """``--no-item-wrappers``: the attempts timed whole with no item
+    wrapped (no item clock reads inside them), the same placements; an
+    itemized record says how many item calls an attempt holds and what one
+    clock read costs here."""
+    args = ("--workload", "preemption", "--nodes", "40", "--pods", "3", "--stub-all")
+    whole = _run(tmp_path, *args, "--no-item-wrappers")
+    itemized = _run(tmp_path, *args)
+    assert whole["items_wrapped"] is False and whole["items"] == {}
+    assert whole["item_calls_per_attempt"] == 0
+    assert whole["attempts"] == 3 and whole["host_us_per_attempt"]["p50"] > 0
+    assert whole["placements_sha256"] == itemized["placements_sha256"]
+    assert "items_wrapped" not in itemized and itemized["item_calls_per_attempt"] > 1
+    assert itemized["thread_time_call_us"] > 0
