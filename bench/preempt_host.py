@@ -71,6 +71,7 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 import argparse      # noqa: E402
 import gc            # noqa: E402
 import importlib     # noqa: E402
+import inspect       # noqa: E402
 import json          # noqa: E402
 import time          # noqa: E402
 
@@ -485,8 +486,6 @@ def _stub_cycle_same(clock: _Clock) -> None:
     preemptor's cycle fails as it must; tests), and no simulated block of
     threads runs between the host's steps.  Counted as a launch and timed
     as a kernel (taken out)."""
-    import inspect
-
     from numba import njit
 
     from tensorsched.kernels import domain_rules_cycle as DRC
@@ -647,8 +646,6 @@ def _stub_rest(clock: _Clock) -> None:
     each the kernel's own source as a host loop (``_grid_loop``) compiled
     with ``njit`` over the numba twins of the device functions it calls.
     Counted as launches and timed as kernels (taken out)."""
-    import inspect
-
     from numba import njit
 
     CC = importlib.import_module("tensorsched.kernels.victims._counts_cuda")
