@@ -34,7 +34,9 @@ python -m tensorsched.bench.preempt_host --combine DIR/*.json --base-commit C
 (``tensorsched bench --backend numba --no-batch``, each tree's in its own
 process, alternated) named ``numba-{base,after}-WORKLOAD-ROUND.json``:
 their p50 latency and CPU seconds beside each other (``numba_rounds``),
-to show the CPU path is not slower.
+to show the CPU path is not slower; and the attempts timed whole
+(``--no-item-wrappers``) named ``whole-{base,after}-WORKLOAD-ROUND.json``
+(``whole_rounds``).
 
 ``--no-items`` (a ``-nobatch`` workload, ``--backend cuda|numba``): the
 whole cycle's host work without the items' tracing (``run_totals``): the
@@ -969,6 +971,29 @@ def numba_rounds(paths: list) -> dict:
     return out
 
 
+def whole_rounds(paths: list) -> dict:
+    """The attempts timed whole (``--no-item-wrappers``) beside each other:
+    per workload and round the records named
+    ``whole-{base,after}-WORKLOAD-ROUND.json`` (each its own process,
+    alternated): the host microseconds a preemptor (p50, mean), with no
+    item clock read inside, and each side's median of the rounds' p50."""
+    out = _paired_rounds(paths, r"whole-(base|after)-(.+)-(\d+)\.json$",
+                         lambda m: m.group(2),
+                         ("host_us_per_attempt", "attempts", "placements_sha256", "commit",
+                          "load"))
+    for w in out.values():
+        rounds = w.pop("paired")
+        for r in w["rounds"].values():
+            for got in r.values():
+                got["host_us_per_attempt"] = {k: got["host_us_per_attempt"][k]
+                                              for k in ("p50", "mean")}
+        for side in ("base", "after"):
+            got = [r[side]["host_us_per_attempt"]["p50"] for r in rounds]
+            w[f"{side}_host_us_p50_median_of_rounds"] = (round(float(np.median(got)), 1)
+                                                         if got else None)
+    return out
+
+
 def totals_rounds(paths: list) -> dict:
     """The ``--no-items`` records beside each other: per backend label
     (``cuda``: the simulator's kernels run, ``cuda-stub``: the cycle's
@@ -1160,6 +1185,9 @@ def main(argv=None) -> int:
         totals = totals_rounds(args.combine)
         if totals:
             rec["no_items"] = totals
+        whole = whole_rounds(args.combine)
+        if whole:
+            rec["whole_attempts"] = whole
     else:
         rec = run(args.workload, args.nodes, args.pods, args.stub_victims, args.stub_cycle,
                   args.stub_all, not args.no_item_wrappers)

@@ -172,3 +172,20 @@ def test_an_attempt_timed_without_the_item_wrappers(tmp_path):
     assert whole["placements_sha256"] == itemized["placements_sha256"]
     assert "items_wrapped" not in itemized and itemized["item_calls_per_attempt"] > 1
     assert itemized["thread_time_call_us"] > 0
+
+
+def test_combine_puts_the_whole_attempts_beside(tmp_path):
+    """``--combine`` reads ``whole-{base,after}-W-R.json`` records (the
+    attempts timed whole) too: per workload the rounds and each side's
+    median of the rounds' p50."""
+    for side, p50s in (("base", (1000.0, 1200.0, 1100.0)), ("after", (900.0, 950.0, 990.0))):
+        for rnd, p50 in enumerate(p50s, 1):
+            (tmp_path / f"whole-{side}-preemption-{rnd}.json").write_text(json.dumps(
+                {"host_us_per_attempt": {"p50": p50, "mean": p50 + 1, "each": [p50]},
+                 "attempts": 3, "placements_sha256": "x", "commit": side, "load": [1.0]}))
+    rec = _run(tmp_path, "--combine", *sorted(str(p) for p in tmp_path.glob("whole-*.json")))
+    got = rec["whole_attempts"]["preemption"]
+    assert got["same_placements"] and len(got["rounds"]) == 3
+    assert got["base_host_us_p50_median_of_rounds"] == 1100.0
+    assert got["after_host_us_p50_median_of_rounds"] == 950.0
+    assert "each" not in got["rounds"]["1"]["base"]["host_us_per_attempt"]
