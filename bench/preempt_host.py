@@ -476,6 +476,21 @@ def _stub_cycle_pick(clock: _Clock) -> None:
     launcher.launch_cycle_pick = stand_in
 
 
+# The fused stage's per-row rules over the packed parameters, as
+# ``fused._cuda``'s device wrappers unpack them (generated from the same
+# declarations, ``stage_args``), for the host twin of a staged row's write.
+_STAGE_HOST = """
+def stage_reasons(i, {packed}):
+{unpack}
+    return node_reasons(i, {reasons_args})
+
+
+def stage_raw_scores(i, o, raw_out, {packed}):
+{unpack}
+    node_raw_scores(i, o, raw_out, {scores_args})
+"""
+
+
 def _stub_cycle_same(clock: _Clock) -> None:
     """Replace the placement cycle's launch (``_cuda_cycle.launch_cycle_pick``)
     with a host stand-in writing the same outputs into the same device
@@ -492,18 +507,19 @@ def _stub_cycle_same(clock: _Clock) -> None:
 
     from tensorsched.kernels import domain_rules_cycle as DRC
     from tensorsched.kernels._compile import KEY, compile_source
-    from tensorsched.kernels.fused import _numba as FN
-    from tensorsched.kernels.fused import cycle as FC
+    from tensorsched.kernels.fused.cycle import pick as host_pick
     from tensorsched.kernels.fused import stage_args as SA
     FCU = importlib.import_module("tensorsched.kernels.fused._cuda")
+    FN = importlib.import_module("tensorsched.kernels.fused._numba")
+    FCORE = importlib.import_module("tensorsched.kernels.fused._core")
     launcher = importlib.import_module("tensorsched.kernels.fused._cuda_cycle")
     dev = FCU.write_staged_values
     values = inspect.getsource(getattr(dev, "py_func", None) or dev.fn)
     values = values[values.index("def "):]          # the decorator off
-    src = "\n\n".join((values, FCU._STAGE_TEMPLATE.format(
+    src = "\n\n".join((values, _STAGE_HOST.format(
         packed=SA.PACKED_PARAMETERS, unpack=SA.unpack_source("    "),
-        reasons_args=SA.call_arguments(FN._core.node_reasons, 1),
-        scores_args=SA.call_arguments(FN._core.node_raw_scores, 3)), """
+        reasons_args=SA.call_arguments(FCORE.node_reasons, 1),
+        scores_args=SA.call_arguments(FCORE.node_raw_scores, 3)), """
 def write_rows(k, staged, node_i64, node_flags, label_vals, qbuf, reasons_by_row, raw_by_row):
     for j in range(k):
         i = write_staged_values(j, k, staged, node_i64, node_flags, label_vals, qbuf)
@@ -545,7 +561,7 @@ def write_rows(k, staged, node_i64, node_flags, label_vals, qbuf, reasons_by_row
             sums[at // sums.shape[1], at % sums.shape[1]] = \
                 rbuf[n_rules + n_upd:n_rules + 2 * n_upd]
             table = DRC.HostRules(n_rules, h(table.domp1), sums, h(table.params), rbuf)
-        got = FC.pick(h(rows), int(start), reasons, raw, int(num_to_find), h(sparams),
+        got = host_pick(h(rows), int(start), reasons, raw, int(num_to_find), h(sparams),
                       int(seed_mix), i64, int(pods_at), rules=table)
         h(out)[:4] = got[:4]
     launcher.launch_cycle_pick = stand_in
@@ -656,14 +672,12 @@ def _stub_rest(clock: _Clock) -> None:
 
     def py(kernel):
         return inspect.getsource(getattr(kernel, "py_func", None) or kernel.fn)
-    counts_src = _grid_loop(CC._TEMPLATE.format(
-        per=CC._per_lines("    "), stage=CC._stage_lines("    "), work=CC._work_lines("    "),
-        args=CC._ARGS), "counts_host")
+    CCORE = importlib.import_module("tensorsched.kernels.victims._counts_core")
+    counts_src = _grid_loop(CC.kernel_source(), "counts_host")
     # position_kind itself a call (the numba visit inlines it into a loop
     # of its own; the rules it calls are inlined as there)
     ns = {"position_kind": njit(VN.counts_core["position_kind"].py_func, nogil=True),
-          "F_PORTS": CC._counts_core.F_PORTS,
-          "F_FIT": CC._counts_core.F_FIT, "KIND_OK": CC._counts_core.KIND_OK,
+          "F_PORTS": CCORE.F_PORTS, "F_FIT": CCORE.F_FIT, "KIND_OK": CCORE.KIND_OK,
           "CODE_KIND_BASE": CC.CODE_KIND_BASE}
     exec(compile(counts_src, "<counts search (host loop)>", "exec"), ns)
     counts = njit(ns["counts_host"], nogil=True)

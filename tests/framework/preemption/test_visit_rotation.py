@@ -13,7 +13,7 @@ from support.backends import needs_cuda
 from test_device_preemption import _run
 from test_evaluator import _node, _pod
 
-from tensorsched.framework.preemption import evaluator as E
+from tensorsched.framework.preemption import evaluator as EV
 from tensorsched.kernels.victims.device import VisitBase
 
 
@@ -23,7 +23,7 @@ def test_a_rotation_reads_as_the_rolled_order(base, offset):
     base = np.array(base, np.int64)
     m = base.shape[0]
     want = np.roll(base, -(offset % m)) if m else base
-    rot = E.Rotation(VisitBase(base, offset % m if m else 0))
+    rot = EV.Rotation(VisitBase(base, offset % m if m else 0))
     assert len(rot) == m and rot.shape == (m,)
     assert [int(rot[j]) for j in range(m)] == want.tolist()
     assert [int(rot[j]) for j in range(-m, 0)] == want.tolist()
@@ -42,12 +42,12 @@ def test_the_device_search_gets_the_rotation_and_answers_as_numba(monkeypatch):
     ``Rotation`` (the old path built the rolled array), and the bindings,
     victims and messages are the numba backend's."""
     seen = []
-    real = E._device_visit
+    real = EV._device_visit
 
     def spy(fw, state, q, prio, pods, scan, *a, **k):
         seen.append(type(scan))
         return real(fw, state, q, prio, pods, scan, *a, **k)
-    monkeypatch.setattr(E, "_device_visit", spy)
+    monkeypatch.setattr(EV, "_device_visit", spy)
     objs = [_node(f"n{i}", cpu=1000) for i in range(4)]
     objs += [_pod(f"low{i}-{j}", prio=0, cpu=400, node=f"n{i}") for i in range(4)
              for j in range(2)]
@@ -55,5 +55,5 @@ def test_the_device_search_gets_the_rotation_and_answers_as_numba(monkeypatch):
     got, _ = _run(objs, pending, "cuda")
     want, _ = _run(objs, pending, "numba")
     assert got == want
-    assert seen and set(seen) == {E.Rotation}
+    assert seen and set(seen) == {EV.Rotation}
     assert all(b[1] is not None and b[3] for b in got)      # each placed by preempting
