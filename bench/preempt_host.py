@@ -34,7 +34,9 @@ python -m tensorsched.bench.preempt_host --combine DIR/*.json --base-commit C
 (``tensorsched bench --backend numba --no-batch``, each tree's in its own
 process, alternated) named ``numba-{base,after}-WORKLOAD-ROUND.json``:
 their p50 latency and CPU seconds beside each other (``numba_rounds``),
-to show the CPU path is not slower.
+to show the CPU path is not slower; and the attempts timed whole
+(``--no-item-wrappers``) named ``whole-{base,after}-WORKLOAD-ROUND.json``
+(``whole_rounds``).
 
 ``--no-items`` (a ``-nobatch`` workload, ``--backend cuda|numba``): the
 whole cycle's host work without the items' tracing (``run_totals``): the
@@ -48,7 +50,13 @@ like thread storm after each cycle), so ``--stub-kernel`` replaces the
 placement cycle's launch by a host stand-in (other placements, the same
 host path): the host's own work as a GPU's host would do it.  ``--combine``
 puts ``totals-{base,after}-{cuda,cuda-stub,numba}-WORKLOAD-ROUND.json``
-records beside each other (``totals_rounds``).
+records beside each other (``totals_rounds``).  ``--stub-cycle`` (an
+itemized run, any workload) replaces that launch by one computing the
+same outputs on the host (``_stub_cycle_same``: the numba twins), so a
+preemptor's cycle fails as it must and the placements are the
+workload's; with ``--stub-victims`` no simulated block of threads runs in
+a preemptor's cycle and victim search (``--stub-all``: nor in its search
+on counts or its tables' row scatters, ``_stub_rest``).
 
 Before/after: this file run as a script by the base tree's interpreter
 (``base-WORKLOAD-ROUND.json``) and by this tree's (``after-...``), each
@@ -65,6 +73,7 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 import argparse      # noqa: E402
 import gc            # noqa: E402
 import importlib     # noqa: E402
+import inspect       # noqa: E402
 import json          # noqa: E402
 import time          # noqa: E402
 
@@ -182,6 +191,23 @@ class _Clock:
         self.depth = 0
         self.up = 0
         self.down = 0
+        self.stub_cycles = 0        # launches ``_stub_cycle_same`` answered
+
+
+def _stand_in_launch(clock: _Clock, fn, *args) -> None:
+    """A host stand-in ``fn(*args)`` run as a launch: counted and timed as
+    a kernel (taken out).  (Run on a thread of its own while this one
+    waits, as a GPU's host waits, the preemptor's host items came out the
+    same at 10,000 nodes: the stand-ins' sweeps do not chill this core's
+    caches more than the host's own work does.)"""
+    clock.launches += 1
+    clock.depth += 1            # inside a kernel: its reads and writes are not calls
+    t = time.thread_time()
+    try:
+        fn(*args)
+    finally:
+        clock.kernel += time.thread_time() - t
+        clock.depth -= 1
 
 
 def _patch_kernels(clock: _Clock) -> None:
@@ -251,15 +277,24 @@ def _wrap_items(clock: _Clock, totals: dict) -> None:
                     setattr(m, name, timed)
 
 
-def run(workload: str, nodes: int, pods: int, stub_victims: bool = False) -> dict:
+def run(workload: str, nodes: int, pods: int, stub_victims: bool = False,
+        stub_cycle: bool = False, stub_rest: bool = False, items: bool = True) -> dict:
     """The record of one itemized run (see the module doc); ``stub_victims``:
     the victim search's and pick's launches host stand-ins
-    (``_stub_victims``)."""
+    (``_stub_victims``); ``stub_cycle``: the placement cycle's launch a
+    host stand-in with the same outputs (``_stub_cycle_same``);
+    ``stub_rest``: the search on counts and the tables' scatters too
+    (``_stub_rest``); ``items`` False: no item wrapped (the attempt's host
+    microseconds without the items' own clock reads: ``_clock_cost``)."""
     clock = _Clock()
     totals: dict = {}
     _patch_kernels(clock)
     if stub_victims:
         _stub_victims(clock)
+    if stub_cycle:
+        _stub_cycle_same(clock)
+    if stub_rest:
+        _stub_rest(clock)
     from tensorsched.bench.harness import record_stamp
     from tensorsched.framework.scheduler.scheduler import Scheduler
     marks: dict = {}
@@ -267,7 +302,8 @@ def run(workload: str, nodes: int, pods: int, stub_victims: bool = False) -> dic
     def progress(stage):
         if stage in ("warmed up", "warm"):
             marks["go"] = True
-            _wrap_items(clock, totals)
+            if items:
+                _wrap_items(clock, totals)
             per.clear()
             steps.clear()
             seen.clear()
@@ -318,6 +354,14 @@ def run(workload: str, nodes: int, pods: int, stub_victims: bool = False) -> dic
         "workload": workload, "nodes": nodes, "pods": pods, "backend": "cuda",
         "simulator": os.environ.get("NUMBA_ENABLE_CUDASIM") == "1",
         **({"stub_victims": True} if stub_victims else {}),
+        **({"stub_cycle": True, "stub_cycle_launches": clock.stub_cycles}
+           if stub_cycle else {}),
+        **({"stub_rest": True} if stub_rest else {}),
+        **({} if items else {"items_wrapped": False}),
+        # each item call reads the thread clock twice inside its parents
+        # (their figures hold that much of the bench's own time)
+        "item_calls_per_attempt": round(sum(c for c, _s in totals.values()) / n, 1),
+        "thread_time_call_us": _clock_cost(),
         "attempts": len(per),
         "host_us_per_attempt": {"p50": round(float(np.median(host)), 1) if host else None,
                                 "mean": round(float(np.mean(host)), 1) if host else None,
@@ -432,6 +476,109 @@ def _stub_cycle_pick(clock: _Clock) -> None:
     launcher.launch_cycle_pick = stand_in
 
 
+# The fused stage's per-row rules over the packed parameters, as
+# ``fused._cuda``'s device wrappers unpack them (generated from the same
+# declarations, ``stage_args``), for the host twin of a staged row's write.
+_STAGE_HOST = """
+def stage_reasons(i, {packed}):
+{unpack}
+    return node_reasons(i, {reasons_args})
+
+
+def stage_raw_scores(i, o, raw_out, {packed}):
+{unpack}
+    node_raw_scores(i, o, raw_out, {scores_args})
+"""
+
+
+def _stub_cycle_same(clock: _Clock) -> None:
+    """Replace the placement cycle's launch (``_cuda_cycle.launch_cycle_pick``)
+    with a host stand-in writing the same outputs into the same device
+    arrays: the staged rows written into the packs and recomputed in the
+    row cache (``_cuda.write_staged_values``' source and the stage's
+    unpacking, over the numba twins of ``fused._core``'s rules), the
+    moved domain sums written into the rule table, then the pick of the
+    numba twin (``fused.cycle.pick``, the same ``_cycle_core`` source).
+    Unlike ``_stub_cycle_pick`` the placements are the workload's (a
+    preemptor's cycle fails as it must; tests), and no simulated block of
+    threads runs between the host's steps.  Counted as a launch and timed
+    as a kernel (taken out)."""
+    from numba import njit
+
+    from tensorsched.kernels import domain_rules_cycle as DRC
+    from tensorsched.kernels._compile import KEY, compile_source
+    from tensorsched.kernels.fused.cycle import pick as host_pick
+    from tensorsched.kernels.fused import stage_args as SA
+    FCU = importlib.import_module("tensorsched.kernels.fused._cuda")
+    FN = importlib.import_module("tensorsched.kernels.fused._numba")
+    FCORE = importlib.import_module("tensorsched.kernels.fused._core")
+    launcher = importlib.import_module("tensorsched.kernels.fused._cuda_cycle")
+    dev = FCU.write_staged_values
+    values = inspect.getsource(getattr(dev, "py_func", None) or dev.fn)
+    values = values[values.index("def "):]          # the decorator off
+    src = "\n\n".join((values, _STAGE_HOST.format(
+        packed=SA.PACKED_PARAMETERS, unpack=SA.unpack_source("    "),
+        reasons_args=SA.call_arguments(FCORE.node_reasons, 1),
+        scores_args=SA.call_arguments(FCORE.node_raw_scores, 3)), """
+def write_rows(k, staged, node_i64, node_flags, label_vals, qbuf, reasons_by_row, raw_by_row):
+    for j in range(k):
+        i = write_staged_values(j, k, staged, node_i64, node_flags, label_vals, qbuf)
+        r = stage_reasons(i, node_i64, node_flags, label_vals, qbuf)
+        reasons_by_row[i] = r
+        if r == 0:
+            stage_raw_scores(i, i, raw_by_row, node_i64, node_flags, label_vals, qbuf)
+"""))
+    host = compile_source(
+        "tensorsched.bench.cycle_rows_host", src, njit,
+        ("write_staged_values", "stage_reasons", "stage_raw_scores", "write_rows"),
+        {"node_reasons": FN.node_reasons, "node_raw_scores": FN.node_raw_scores,
+         "_NCOLS": FCU._NCOLS, "_STAGED_ORDER": FCU._STAGED_ORDER,
+         "_STAGED_PACK": FCU._STAGED_PACK},
+        options={"nogil": True}, cache=True, depends=(FN.core[KEY],))["write_rows"]
+
+    def stand_in(n_rows, staged, k, packs, qbuf, rows, reasons_by_row, raw_by_row, sparams,
+                 start, num_to_find, seed_mix, pods_at, out, rules=None):
+        if not 0 < n_rows <= launcher.MAX_ROWS:     # as the launcher refuses
+            raise ValueError(f"a device cycle takes 1 to {launcher.MAX_ROWS} rows, "
+                             f"got {n_rows}")
+        clock.stub_cycles += 1
+        _stand_in_launch(clock, cycle, staged, k, packs, qbuf, rows, reasons_by_row,
+                         raw_by_row, sparams, start, num_to_find, seed_mix, pods_at, out, rules)
+
+    def cycle(staged, k, packs, qbuf, rows, reasons_by_row, raw_by_row, sparams, start,
+              num_to_find, seed_mix, pods_at, out, rules):
+        h = _host_array
+        i64, flags, labels = (h(p) for p in packs)
+        reasons, raw = h(reasons_by_row), h(raw_by_row)
+        if k:
+            host(np.int64(k), h(staged), i64, flags, labels, h(qbuf), reasons, raw)
+        table = None
+        if rules is not None:
+            table, rbuf, n_upd = rules
+            rbuf, sums = h(rbuf), h(table.sums)
+            n_rules = table.n_rules
+            at = rbuf[n_rules:n_rules + n_upd]      # flat r x D + d
+            sums[at // sums.shape[1], at % sums.shape[1]] = \
+                rbuf[n_rules + n_upd:n_rules + 2 * n_upd]
+            table = DRC.HostRules(n_rules, h(table.domp1), sums, h(table.params), rbuf)
+        got = host_pick(h(rows), int(start), reasons, raw, int(num_to_find), h(sparams),
+                      int(seed_mix), i64, int(pods_at), rules=table)
+        h(out)[:4] = got[:4]
+    launcher.launch_cycle_pick = stand_in
+
+
+def _clock_cost() -> float:
+    """Microseconds one ``time.thread_time`` call takes here (median of
+    a few thousand; a system call on some virtual machines)."""
+    got = []
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(2000):
+            time.thread_time()
+        got.append((time.perf_counter() - t) / 2000)
+    return round(float(np.median(got)) * 1e6, 2)
+
+
 def _host_array(a):
     """The host array behind a simulator device array (``a`` itself when
     it is one already): writes to it are the device array's."""
@@ -466,14 +613,7 @@ def _stub_victims(clock: _Clock) -> None:
 
     def as_kernel(fn):
         def inner(*a):
-            clock.launches += 1
-            clock.depth += 1        # inside a kernel: its reads and writes are not calls
-            t = time.thread_time()
-            try:
-                fn(*a)
-            finally:
-                clock.kernel += time.thread_time() - t
-                clock.depth -= 1
+            _stand_in_launch(clock, fn, *a)
         return inner
 
     def search(n_rows, visit, offset, prio, packs, qbuf, allocatable, tables, pdb_allowed,
@@ -492,6 +632,84 @@ def _stub_victims(clock: _Clock) -> None:
             o[PC.OUT_VICTIMS:PC.OUT_VICTIMS + vi.shape[1]] = vi[got.chosen]
     VC.launch = as_kernel(search)
     PC.launch_pick = as_kernel(pick)
+
+
+def _grid_loop(source: str, name: str) -> str:
+    """A one-thread-per-item kernel's source (``i = cuda.grid(1)``, then
+    ``if i >= BOUND: return``) as the source of a host function ``name``
+    with the same parameters: the lines before the guard once, then the
+    rest in ``for i in range(BOUND)`` (thread order; each item writes its
+    own outputs, so any order gives the kernel's)."""
+    source = source[source.index("def "):]          # the decorator off
+    source = re.sub(r"^def \w+\(", f"def {name}(", source, count=1)
+    grid = re.search(r"^( +)(\w+) = cuda\.grid\(1\)\n", source, re.M)
+    ind, var = grid.group(1), grid.group(2)
+    guard = re.search(rf"^{ind}if {var} >= (.+):\n{ind}    return\n", source, re.M)
+    if grid is None or guard is None or guard.start() < grid.end():
+        raise ValueError(f"not a one-thread-per-item kernel: {name}")
+    body = "".join("    " + line if line.strip() else line
+                   for line in source[guard.end():].splitlines(True))
+    return (source[:grid.start()] + source[grid.end():guard.start()]
+            + f"{ind}for {var} in range({guard.group(1)}):\n" + body)
+
+
+def _stub_rest(clock: _Clock) -> None:
+    """Replace the launches a preemptor makes besides the cycle's and the
+    victim search's (``_stub_cycle_same``, ``_stub_victims``) by host
+    stand-ins writing the same outputs into the same device arrays: the
+    search on counts (``victims._counts_cuda.launch``: one simulated thread
+    per position of the whole visiting order, minutes a preemptor at
+    10,000 nodes) and the pod and probe tables' row scatters
+    (``victims._pick_cuda.launch_scatter_packed`` / ``launch_scatter_flat_rows``),
+    each the kernel's own source as a host loop (``_grid_loop``) compiled
+    with ``njit`` over the numba twins of the device functions it calls.
+    Counted as launches and timed as kernels (taken out)."""
+    from numba import njit
+
+    CC = importlib.import_module("tensorsched.kernels.victims._counts_cuda")
+    PC = importlib.import_module("tensorsched.kernels.victims._pick_cuda")
+    VN = importlib.import_module("tensorsched.kernels.victims._numba")
+
+    def py(kernel):
+        return inspect.getsource(getattr(kernel, "py_func", None) or kernel.fn)
+    CCORE = importlib.import_module("tensorsched.kernels.victims._counts_core")
+    counts_src = _grid_loop(CC.kernel_source(), "counts_host")
+    # position_kind itself a call (the numba visit inlines it into a loop
+    # of its own; the rules it calls are inlined as there)
+    ns = {"position_kind": njit(VN.counts_core["position_kind"].py_func, nogil=True),
+          "F_PORTS": CCORE.F_PORTS, "F_FIT": CCORE.F_FIT, "KIND_OK": CCORE.KIND_OK,
+          "CODE_KIND_BASE": CC.CODE_KIND_BASE}
+    exec(compile(counts_src, "<counts search (host loop)>", "exec"), ns)
+    counts = njit(ns["counts_host"], nogil=True)
+    scatter = {}
+    for kernel in ("scatter_packed_kernel", "scatter_flat_rows_kernel"):
+        ns = {}
+        exec(compile(_grid_loop(py(getattr(PC, kernel)), kernel), f"<{kernel} (host loop)>",
+                     "exec"), ns)
+        scatter[kernel] = njit(ns[kernel], nogil=True)
+
+    def as_kernel(fn):
+        def inner(*a):
+            _stand_in_launch(clock, fn, *(_host_array(x) for x in a))
+        return inner
+
+    def counts_launch(n_pos, prio, packs, qbuf, allocatable, tables, pdb_allowed, index,
+                      probe_nodes, probe_doms, visit, per, work):
+        counts(np.int64(prio), *packs, qbuf, allocatable, *tables, pdb_allowed, index,
+               probe_nodes, probe_doms, visit, per, work)
+
+    def host_args(fn):
+        def inner(*a):
+            h = _host_array
+            fn(*(tuple(h(t) for t in x) if isinstance(x, tuple) else h(x) for x in a))
+        return inner
+    CC.launch = as_kernel(host_args(counts_launch))
+    PC.launch_scatter_packed = as_kernel(
+        lambda packed, d_rows, *tables: scatter["scatter_packed_kernel"](
+            packed, np.int64(d_rows), *tables))
+    PC.launch_scatter_flat_rows = as_kernel(
+        lambda packed, d_rows, table: scatter["scatter_flat_rows_kernel"](
+            packed, np.int64(d_rows), table))
 
 
 def _p50(xs: list) -> float | None:
@@ -767,6 +985,29 @@ def numba_rounds(paths: list) -> dict:
     return out
 
 
+def whole_rounds(paths: list) -> dict:
+    """The attempts timed whole (``--no-item-wrappers``) beside each other:
+    per workload and round the records named
+    ``whole-{base,after}-WORKLOAD-ROUND.json`` (each its own process,
+    alternated): the host microseconds a preemptor (p50, mean), with no
+    item clock read inside, and each side's median of the rounds' p50."""
+    out = _paired_rounds(paths, r"whole-(base|after)-(.+)-(\d+)\.json$",
+                         lambda m: m.group(2),
+                         ("host_us_per_attempt", "attempts", "placements_sha256", "commit",
+                          "load"))
+    for w in out.values():
+        rounds = w.pop("paired")
+        for r in w["rounds"].values():
+            for got in r.values():
+                got["host_us_per_attempt"] = {k: got["host_us_per_attempt"][k]
+                                              for k in ("p50", "mean")}
+        for side in ("base", "after"):
+            got = [r[side]["host_us_per_attempt"]["p50"] for r in rounds]
+            w[f"{side}_host_us_p50_median_of_rounds"] = (round(float(np.median(got)), 1)
+                                                         if got else None)
+    return out
+
+
 def totals_rounds(paths: list) -> dict:
     """The ``--no-items`` records beside each other: per backend label
     (``cuda``: the simulator's kernels run, ``cuda-stub``: the cycle's
@@ -925,7 +1166,23 @@ def main(argv=None) -> int:
                     help="the victim search's and pick's launches host stand-ins "
                          "(_stub_victims: the numba twins, same outputs; minutes, not "
                          "tens of minutes, at 10,000 nodes)")
+    ap.add_argument("--stub-cycle", action="store_true",
+                    help="the placement cycle's launch a host stand-in with the same "
+                         "outputs (_stub_cycle_same: the numba twins; the workload's "
+                         "placements, a preemptor's cycle fails as it must)")
+    ap.add_argument("--stub-all", action="store_true",
+                    help="every launch of a preemptor a host stand-in with the same outputs: "
+                         "--stub-victims, --stub-cycle and the search on counts and the "
+                         "tables' scatters (_stub_rest)")
+    ap.add_argument("--no-item-wrappers", action="store_true",
+                    help="an itemized workload's attempts timed whole, no item wrapped "
+                         "(no clock reads of the items inside the attempt)")
     args = ap.parse_args(argv)
+    if args.stub_all:
+        args.stub_victims = args.stub_cycle = True
+    if args.stub_cycle and (args.no_items or args.tables_ab or args.combine):
+        ap.error("--stub-cycle goes with an itemized run (no --no-items, --tables-ab, "
+                 "--combine)")
     if args.no_items:
         if not args.workload.endswith("-nobatch"):
             ap.error("--no-items takes a -nobatch workload")
@@ -942,8 +1199,12 @@ def main(argv=None) -> int:
         totals = totals_rounds(args.combine)
         if totals:
             rec["no_items"] = totals
+        whole = whole_rounds(args.combine)
+        if whole:
+            rec["whole_attempts"] = whole
     else:
-        rec = run(args.workload, args.nodes, args.pods, args.stub_victims)
+        rec = run(args.workload, args.nodes, args.pods, args.stub_victims, args.stub_cycle,
+                  args.stub_all, not args.no_item_wrappers)
     text = json.dumps(rec, indent=1)
     if args.output:
         with open(args.output, "w") as f:

@@ -42,8 +42,8 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from itertools import chain, repeat
-from operator import is_, itemgetter
+from itertools import chain, compress, repeat
+from operator import is_, is_not, itemgetter
 
 import weakref
 
@@ -156,6 +156,7 @@ class PodTable:
         # class record each entry was mapped from (``_class_map``)
         self._cmap = np.full(0, -1, np.int64)
         self._cmap_recs: list = []
+        self.class_entries_mapped = 0       # entries ``_class_map`` looked at one by one
         self._kept: dict[int, int] = {}     # row -> row version it is current at
         # batched row writes (one a sync that wrote rows) and pods whose
         # columns were read one at a time (host ports, PDBs): ``_write_rows``
@@ -350,8 +351,9 @@ class PodTable:
         (``BoundPods._release_class``), so an entry holds while the class
         record it was mapped from is still its id's (by identity): with
         few classes every entry is checked in one C-level pass, else the
-        distinct ids met; an entry whose record changed is mapped again
-        (``_class_of``)."""
+        ids met whose record changed (found in one C-level pass; looked at
+        one by one, counted in ``class_entries_mapped``); an entry whose
+        record changed is mapped again (``_class_of``)."""
         bound = self.state.pods
         classes = bound.classes
         if self._cmap.shape[0] < len(classes):
@@ -366,8 +368,17 @@ class PodTable:
             met = range(len(classes))
         else:
             cid = bound.class_id[slots]
-            met = set(cid.tolist()) if cid.shape[0] <= 4096 else np.unique(cid).tolist()
+            if cid.shape[0] <= 4096:
+                ids = cid.tolist()
+                # the ids met whose record changed, in one C-level pass (a
+                # preemptor's row: a few dozen pods, as many classes, one
+                # of them new)
+                met = set(compress(ids, map(is_not, map(classes.__getitem__, ids),
+                                            map(recs.__getitem__, ids))))
+            else:
+                met = np.unique(cid).tolist()
         for c in met:
+            self.class_entries_mapped += 1
             rec = classes[c]
             if recs[c] is not rec:
                 if rec is not None:         # None: a freed id, no pod holds it
@@ -702,14 +713,15 @@ def _failure_reasons(fw, ctx, failures, counts: dict[str, int]) -> None:
             counts[r] = counts.get(r, 0) + 1
 
 
-def _candidates(fw, ctx, result, table: PodTable, scan: np.ndarray, cap: int,
+def _candidates(fw, ctx, result, table: PodTable, scan, cap: int,
                 every: bool, visit: VisitBase | None = None):
     """(candidates, index of the chosen one or -1, failures, Filter calls,
     active host filters) of the dry run over the nodes ``scan`` in visiting
-    order.  ``every``: all candidates upstream's lists hold (non-violating
-    first), else at least the chosen one (the fast paths return only it).
-    ``visit``: what ``scan`` is a rotation of (``_visit_base``), for the
-    device searches."""
+    order (an array, or a ``Rotation``: the device searches read a few of
+    its rows, the host paths take it whole).  ``every``: all candidates
+    upstream's lists hold (non-violating first), else at least the chosen
+    one (the fast paths return only it).  ``visit``: what ``scan`` is a
+    rotation of (``_visit_base``), for the device searches."""
     state, q = ctx.state, result.query
     prio = pod_priority(ctx.pod)
     pods = table.sync()
@@ -719,6 +731,10 @@ def _candidates(fw, ctx, result, table: PodTable, scan: np.ndarray, cap: int,
                               order=table.order, alike_from=table.alike_from,
                               columns=table.nominated_columns) if host else None
     backend = fw.backend_for(VICTIMS)
+    device = backend == "cuda" and not every and (
+        search is None or (search.on_counts and DEVICE_ON_COUNTS))
+    if not device:
+        scan = np.asarray(scan)         # the host paths read every row
     if not every and backend == "numba" and (search is None or search.on_counts):
         try:
             got = visit_candidates(table.node_columns(), q, prio, pods, table.order, scan, cap,
@@ -949,9 +965,9 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
     # 2) The dry run from a seeded offset, up to the candidate count.
     cap = num_cands if num_cands is not None else num_candidates(n, args)
     off = offset if offset is not None else seeded_offset(seed, attempt, n)
+    visit = _visit_base(state, result, potential, off % n, potential_rows is None)
     cands, best, failures, calls, host = _candidates(
-        fw, ctx, result, table, np.roll(potential, -(off % n)), cap, dry_run_all,
-        _visit_base(state, result, potential, off % n, potential_rows is None))
+        fw, ctx, result, table, Rotation(visit), cap, dry_run_all, visit)
     if dry_run_all:
         return PreemptionResult(None, candidates=cands, filter_calls=calls)
     if not cands:
@@ -961,6 +977,37 @@ def preempt(fw, ctx, result, args: DefaultPreemptionArgs, table: PodTable, *,
     chosen = cands[best]
     return PreemptionResult(chosen.node, list(chosen.victims), Status.OK, cands, calls,
                             query=result.query, host_filters=host)
+
+
+class Rotation:
+    """The visiting order ``visit.base`` rotated by ``visit.offset``
+    (``np.roll(base, -offset)``) without building it: its length, row j
+    (``rows[j] == base[(offset + j) % M]``) and, for a caller that reads
+    every row, the array (``np.asarray``).  The device searches read only
+    the chosen and the failed positions; a preemptor at 10,000 nodes
+    spares a [N] copy."""
+
+    __slots__ = ("base", "offset", "shape")
+
+    def __init__(self, visit: VisitBase):
+        self.base = visit.base
+        self.offset = visit.offset
+        self.shape = visit.base.shape
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, j):
+        if not isinstance(j, (int, np.integer)):
+            return np.asarray(self)[j]
+        m = self.shape[0]
+        if not -m <= j < m:
+            raise IndexError(f"position {j} of a visiting order of {m}")
+        return self.base[(self.offset + int(j)) % m]
+
+    def __array__(self, dtype=None, copy=None):
+        got = np.roll(self.base, -self.offset) if self.shape[0] else self.base.copy()
+        return got if dtype is None else got.astype(dtype, copy=False)
 
 
 def _visit_base(state: ClusterState, result, potential: np.ndarray, offset: int,

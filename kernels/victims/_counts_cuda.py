@@ -219,10 +219,20 @@ _RENAME = {"alike_from": "index[:, 3 * c_max]", "cur": "victims[j]", "work": "wo
 _ARGS = ", ".join(_RENAME.get(p, p)
                   for p in list(inspect.signature(_counts_core.position_kind).parameters)[2:])
 
+def kernel_source() -> str:
+    """The source ``counts_kernel`` is compiled from (one thread a
+    position: ``j = cuda.grid(1)``, then ``if j >= n_pos: return``), for a
+    host twin compiled from the same lines (``bench.preempt_host``'s
+    stand-in of the launch); its names besides the parameters:
+    ``position_kind``, ``F_PORTS``, ``F_FIT``, ``KIND_OK``,
+    ``CODE_KIND_BASE``."""
+    return _TEMPLATE.format(per=_per_lines("    "), stage=_stage_lines("    "),
+                            work=_work_lines("    "), args=_ARGS)
+
+
 counts_kernel = compile_source(
     f"{__name__}.kernel",
-    _TEMPLATE.format(per=_per_lines("    "), stage=_stage_lines("    "),
-                     work=_work_lines("    "), args=_ARGS),
+    kernel_source(),
     cuda.jit, ("counts_kernel",),
     namespace={"cuda": cuda, "position_kind": position_kind, "F_PORTS": _counts_core.F_PORTS,
                "F_FIT": _counts_core.F_FIT, "KIND_OK": _counts_core.KIND_OK,

@@ -109,7 +109,12 @@ def _fit_width(mask, width):
 
 
 def pad_query(cols: L.NodeColumns, q: L.PodQuery) -> L.PodQuery:
-    """The query's bitsets as wide as the node bitsets (tables may have grown)."""
+    """The query's bitsets as wide as the node bitsets (tables may have
+    grown); ``q`` itself when they are already (no copy of its ~50 fields:
+    a preemptor's retry and its device search ask once each)."""
+    if q.taint_reject.shape[0] == cols.taint_bits.shape[1] \
+            and q.port_conflicts.shape[0] == cols.port_bits.shape[1]:
+        return q
     return q._replace(taint_reject=_fit_width(q.taint_reject, cols.taint_bits.shape[1]),
                       port_conflicts=_fit_width(q.port_conflicts, cols.port_bits.shape[1]))
 

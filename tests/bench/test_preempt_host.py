@@ -132,3 +132,60 @@ def test_the_victim_stand_ins_place_as_the_simulator(tmp_path):
     assert stub["placements_sha256"] == sim["placements_sha256"]
     assert stub["kernels_per_attempt"] == sim["kernels_per_attempt"]
     assert stub["items"]["> preempt > DeviceVictims.search_and_pick"]["calls"] == 1
+
+
+@pytest.mark.parametrize("workload", ["preemption", "preemption-spread",
+                                      "preemption-antiaffinity"])
+def test_the_host_stand_ins_place_as_the_simulator(tmp_path, workload):
+    """``--stub-cycle``: the placement cycle's launch a host stand-in with
+    the kernel's outputs (the numba twins), so a preemptor's cycle fails
+    as it must (the first-row stand-in of ``--stub-kernel`` would place it
+    without preempting); ``--stub-all``: every launch of a preemptor a host
+    stand-in (the search on counts and the tables' scatters as host loops
+    of the kernels' own source).  The same placements and preemptions as
+    the simulator's kernels, the stand-ins answering, the launches still
+    counted."""
+    args = ("--workload", workload, "--nodes", "40", "--pods", "3")
+    sim = _run(tmp_path, *args)
+    cycle = _run(tmp_path, *args, "--stub-victims", "--stub-cycle")
+    every = _run(tmp_path, *args, "--stub-all")
+    assert cycle["stub_cycle"] and "stub_cycle" not in sim and "stub_rest" not in cycle
+    assert every["stub_cycle"] and every["stub_victims"] and every["stub_rest"]
+    for rec in (cycle, every):
+        assert rec["stub_cycle_launches"] >= rec["attempts"]   # each preemptor's failed cycle
+        assert rec["preemptions"] == sim["preemptions"] == 3
+        assert rec["placements_sha256"] == sim["placements_sha256"]
+        assert rec["kernels_per_attempt"] == sim["kernels_per_attempt"]
+
+
+def test_an_attempt_timed_without_the_item_wrappers(tmp_path):
+    """``--no-item-wrappers``: the attempts timed whole with no item
+    wrapped (no item clock reads inside them), the same placements; an
+    itemized record says how many item calls an attempt holds and what one
+    clock read costs here."""
+    args = ("--workload", "preemption", "--nodes", "40", "--pods", "3", "--stub-all")
+    whole = _run(tmp_path, *args, "--no-item-wrappers")
+    itemized = _run(tmp_path, *args)
+    assert whole["items_wrapped"] is False and whole["items"] == {}
+    assert whole["item_calls_per_attempt"] == 0
+    assert whole["attempts"] == 3 and whole["host_us_per_attempt"]["p50"] > 0
+    assert whole["placements_sha256"] == itemized["placements_sha256"]
+    assert "items_wrapped" not in itemized and itemized["item_calls_per_attempt"] > 1
+    assert itemized["thread_time_call_us"] > 0
+
+
+def test_combine_puts_the_whole_attempts_beside(tmp_path):
+    """``--combine`` reads ``whole-{base,after}-W-R.json`` records (the
+    attempts timed whole) too: per workload the rounds and each side's
+    median of the rounds' p50."""
+    for side, p50s in (("base", (1000.0, 1200.0, 1100.0)), ("after", (900.0, 950.0, 990.0))):
+        for rnd, p50 in enumerate(p50s, 1):
+            (tmp_path / f"whole-{side}-preemption-{rnd}.json").write_text(json.dumps(
+                {"host_us_per_attempt": {"p50": p50, "mean": p50 + 1, "each": [p50]},
+                 "attempts": 3, "placements_sha256": "x", "commit": side, "load": [1.0]}))
+    rec = _run(tmp_path, "--combine", *sorted(str(p) for p in tmp_path.glob("whole-*.json")))
+    got = rec["whole_attempts"]["preemption"]
+    assert got["same_placements"] and len(got["rounds"]) == 3
+    assert got["base_host_us_p50_median_of_rounds"] == 1100.0
+    assert got["after_host_us_p50_median_of_rounds"] == 950.0
+    assert "each" not in got["rounds"]["1"]["base"]["host_us_per_attempt"]

@@ -299,3 +299,30 @@ def test_a_bound_class_id_reused_by_another_class_is_mapped_again():
     slot = table.keys[row].index("default/second")
     assert table.class_records[table.cls[row, slot]].labels == {"tag": "b"}
     _assert_as_read_afresh(table)
+
+
+def test_a_row_whose_classes_are_all_mapped_looks_at_none_one_by_one():
+    """With more bound classes than the table checks whole: a sync whose
+    rows hold only classes already mapped from the records they still
+    hold looks at none of them one by one (one C-level pass:
+    ``class_entries_mapped`` stays); a row with a new class looks at that
+    one alone and maps it, as a fresh table reads it (the
+    rows' classes are each one pod's here: a pod bound again has a new
+    class record)."""
+    cluster, state, template = _cluster(100)
+    assert len(state.pods.classes) > 64
+    state.remove_pod("default/low-90-0")
+    table = PodTable(state)
+    table.sync()
+    mapped = table.class_entries_mapped
+    state.remove_pod("default/low-17-0")                # evictions: the rows' other
+    state.remove_pod("default/low-18-2")                # pods keep their classes
+    table.sync()
+    assert table.rows_read == 100 + 2
+    assert table.class_entries_mapped == mapped
+    _assert_as_read_afresh(table)
+    state.add_pod(dataclasses.replace(template, name="new", uid="new", node_name="node-17",
+                                      labels={"tag": "new"}), "node-17")
+    table.sync()
+    assert table.class_entries_mapped == mapped + 1
+    _assert_as_read_afresh(table)

@@ -125,6 +125,21 @@ def test_cuda_hand_nodes_equal_numpy():
 # ports, fit), independent of the kernels
 # ---------------------------------------------------------------------------
 
+def test_pad_query_is_the_query_itself_when_its_bitsets_fit():
+    """A query whose bitsets are already as wide as the node columns' comes
+    back as it is (no copy of its fields: a preemptor's retry asks); a
+    narrower one comes back widened with zeros, the query unchanged."""
+    words_t, words_p = HAND.taint_bits.shape[1], HAND.port_bits.shape[1]
+    fit = HAND_Q._replace(taint_reject=np.zeros(words_t, np.int64) | 1,
+                          port_conflicts=np.zeros(words_p, np.int64) | 1)
+    assert V.pad_query(HAND, fit) is fit
+    wide = HAND._replace(taint_bits=np.zeros((HAND.taint_bits.shape[0], words_t + 2), np.int64))
+    got = V.pad_query(wide, fit)
+    assert got is not fit and got.taint_reject.tolist() == [1] * words_t + [0, 0]
+    assert fit.taint_reject.tolist() == [1] * words_t
+    assert got.port_conflicts is fit.port_conflicts
+
+
 def brute_reasons(c, q, i, used, ports):
     bits = 0
     if q.filter_flags & L.F_UNSCHEDULABLE and c.unschedulable[i] and \
