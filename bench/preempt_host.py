@@ -476,21 +476,6 @@ def _stub_cycle_pick(clock: _Clock) -> None:
     launcher.launch_cycle_pick = stand_in
 
 
-# The fused stage's per-row rules over the packed parameters, as
-# ``fused._cuda``'s device wrappers unpack them (generated from the same
-# declarations, ``stage_args``), for the host twin of a staged row's write.
-_STAGE_HOST = """
-def stage_reasons(i, {packed}):
-{unpack}
-    return node_reasons(i, {reasons_args})
-
-
-def stage_raw_scores(i, o, raw_out, {packed}):
-{unpack}
-    node_raw_scores(i, o, raw_out, {scores_args})
-"""
-
-
 def _stub_cycle_same(clock: _Clock) -> None:
     """Replace the placement cycle's launch (``_cuda_cycle.launch_cycle_pick``)
     with a host stand-in writing the same outputs into the same device
@@ -516,7 +501,7 @@ def _stub_cycle_same(clock: _Clock) -> None:
     dev = FCU.write_staged_values
     values = inspect.getsource(getattr(dev, "py_func", None) or dev.fn)
     values = values[values.index("def "):]          # the decorator off
-    src = "\n\n".join((values, _STAGE_HOST.format(
+    src = "\n\n".join((values, FCU.STAGE_TEMPLATE.format(
         packed=SA.PACKED_PARAMETERS, unpack=SA.unpack_source("    "),
         reasons_args=SA.call_arguments(FCORE.node_reasons, 1),
         scores_args=SA.call_arguments(FCORE.node_raw_scores, 3)), """

@@ -31,7 +31,9 @@ core = compile_module(_core, device_jit(FUSED_CORE_WRAPS))
 node_reasons = core["node_reasons"]
 node_raw_scores = core["node_raw_scores"]
 
-_STAGE_TEMPLATE = """
+#: the stage wrappers' source over the packed parameters (``stage_args``),
+#: formatted once here for the device and by a host stand-in for the host
+STAGE_TEMPLATE = """
 def stage_reasons(i, {packed}):
 {unpack}
     return node_reasons(i, {reasons_args})
@@ -44,9 +46,9 @@ def stage_raw_scores(i, o, raw_out, {packed}):
 
 _stage = compile_source(
     f"{__name__}.stage",
-    _STAGE_TEMPLATE.format(packed=SA.PACKED_PARAMETERS, unpack=SA.unpack_source("    "),
-                           reasons_args=SA.call_arguments(_core.node_reasons, 1),
-                           scores_args=SA.call_arguments(_core.node_raw_scores, 3)),
+    STAGE_TEMPLATE.format(packed=SA.PACKED_PARAMETERS, unpack=SA.unpack_source("    "),
+                          reasons_args=SA.call_arguments(_core.node_reasons, 1),
+                          scores_args=SA.call_arguments(_core.node_raw_scores, 3)),
     lambda f: cuda.jit(f, device=True), ("stage_reasons", "stage_raw_scores"),
     namespace={"node_reasons": node_reasons, "node_raw_scores": node_raw_scores},
     filename="<fused stage (cuda)>")
