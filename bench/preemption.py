@@ -52,6 +52,18 @@ from .harness import (
 )
 
 
+def alike(template, **per_pod):
+    """A pod of ``template``'s class (a ``PodRecord``): ``per_pod`` sets only
+    per-pod fields (name, uid, node_name, start_ns, creation_ns), so the
+    copy shares the template's ``PodClass`` and its memos, as the pods
+    parsed from one template do (``parsing.pod_templates``); a plain
+    ``dataclasses.replace`` starts a class of its own per copy, which a
+    parsed workload never pays for."""
+    pod = dataclasses.replace(template, **per_pod)
+    pod.pod_class = template.pod_class
+    return pod
+
+
 def build(nodes: int, pods: int, percentage: int, variant: str = ""):
     """(cluster, pending high-priority PodRecords) of ``synthetic.preemption``
     (same objects), built from one parsed record per template: parsing
@@ -71,10 +83,10 @@ def build(nodes: int, pods: int, percentage: int, variant: str = ""):
             name = f"low-{i}-{k}"
             base = batch if batch is not None and k in synthetic.ANTI_BATCH_SLOTS else low
             start = synthetic.low_pod_start_seconds(i, k, nodes) * 1_000_000_000
-            state.add_pod(dataclasses.replace(base, name=name, uid=name, node_name=node,
-                                              start_ns=start), node)
+            state.add_pod(alike(base, name=name, uid=name, node_name=node, start_ns=start),
+                          node)
     high = cluster.resolve(parse_pod(high_obj))
-    pending = [dataclasses.replace(high, name=f"high-{j}", uid=f"high-{j}", creation_ns=j)
+    pending = [alike(high, name=f"high-{j}", uid=f"high-{j}", creation_ns=j)
                for j in range(pods)]
     return cluster, pending
 
@@ -114,7 +126,7 @@ def run_preemption(nodes: int, pods: int, backend: str, percentage: int = 100,
     # Warm-up outside the timed run: JIT of the fused pass and the victim
     # kernel, the first full sync of the victim table (a dry run: nothing
     # is deleted).
-    warm = dataclasses.replace(pending[0], name="warm-up", uid="warm-up")
+    warm = alike(pending[0], name="warm-up", uid="warm-up")
     fw = cluster.framework_for(warm, backend)
     result = fw.run_cycle(cluster.state, warm, seed=seed, want_scores=False)
     fw.run_post_filter(CycleContext(cluster.state, warm, fw), result, cluster.pod_table(), seed=seed)

@@ -310,6 +310,14 @@ def test_a_row_whose_classes_are_all_mapped_looks_at_none_one_by_one():
     rows' classes are each one pod's here: a pod bound again has a new
     class record)."""
     cluster, state, template = _cluster(100)
+    # the bench's low pods share their template's class: rebind three a
+    # node each as a copy (``dataclasses.replace`` starts a class)
+    for i in range(100):
+        for k in range(3):
+            key = f"default/low-{i}-{k}"
+            rec = state.pods.record(key)
+            state.remove_pod(key)
+            state.add_pod(dataclasses.replace(rec), f"node-{i}")
     assert len(state.pods.classes) > 64
     state.remove_pod("default/low-90-0")
     table = PodTable(state)
