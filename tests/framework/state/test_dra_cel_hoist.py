@@ -5,8 +5,8 @@ same answers and costs as evaluating them in place."""
 from __future__ import annotations
 
 import pytest
+from test_dra_cel_cost import DRIVER, _columns
 
-from tensorsched.framework.parsing.dra import parse_resource_slice
 from tensorsched.framework.state.dra_cel import _activation, compile_selector
 from tensorsched.framework.state.dra_cel_cost import (
     COST_LIMIT,
@@ -18,23 +18,11 @@ from tensorsched.framework.state.dra_cel_cost import (
 from tensorsched.framework.state.dra_cel_fast import FastRunner, _Compiler
 from tensorsched.framework.state.dra_cel_hoist import constant_roots
 from tensorsched.framework.state.dra_cel_syntax import BindExpr, BindRead
-from tensorsched.framework.state.dra_devices import DeviceColumns
 
-DRIVER = "gpu.example.com"
 D = f'device.attributes["{DRIVER}"]'
 L10 = "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"
 #: 3 deep over 10-element literals: 6,551 units, the same for every device
 CUBE = f"{L10}.all(a, {L10}.all(b, {L10}.all(c, c < 100)))"
-
-
-def _columns(values):
-    sl = parse_resource_slice({
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
-        "spec": {"driver": DRIVER, "nodeName": "n",
-                 "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
-                 "devices": [{"name": f"d{i}", "attributes": {"n": {"int": v}}}
-                             for i, v in enumerate(values)]}})
-    return DeviceColumns([sl], ["n"])
 
 
 def _in_place(expr: str, n: int, limit=float("inf")):
