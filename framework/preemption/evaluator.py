@@ -126,9 +126,16 @@ class PodTable:
         # (``on_counts.importance_order``), and ``alike_from[row]``: where
         # its tail of alike pods starts (``on_counts.alike_tail``: same
         # shape and class, no host port, no PDB, not terminating), kept
-        # with the rows.
-        self.order = np.zeros((0, 0), np.int64)
-        self.alike_from = np.zeros(0, np.int64)
+        # with the rows: the rows a sync wrote are indexed when ``order``
+        # or ``alike_from`` is next read (``_unindexed``), so a preemptor
+        # whose search reads neither (the device search without host
+        # filters) spares the pass.  Counters: ``index_passes`` and
+        # ``rows_indexed``.
+        self._order = np.zeros((0, 0), np.int64)
+        self._alike_from = np.zeros(0, np.int64)
+        self._unindexed: list[np.ndarray] = []
+        self.index_passes = 0
+        self.rows_indexed = 0
         self.pdbs = list(pdbs)
         self.seen = -1
         self.shape = None
@@ -167,6 +174,32 @@ class PodTable:
         # (the nominated pods counted in ``requested``, not in the state).
         self.nominated_columns = None
 
+    @property
+    def order(self) -> np.ndarray:
+        """[N, C] int64 per row its slots, occupied ones most important
+        first (``on_counts.importance_order``), level with the last sync."""
+        if self._unindexed:
+            self._index_written()
+        return self._order
+
+    @property
+    def alike_from(self) -> np.ndarray:
+        """[N] int64 per row where its tail of alike pods starts in
+        ``order`` (``on_counts.alike_tail``), level with the last sync."""
+        if self._unindexed:
+            self._index_written()
+        return self._alike_from
+
+    def _index_written(self) -> None:
+        """``order`` and ``alike_from`` of the rows the syncs since the
+        last read wrote, in one compiled pass (``on_counts.index_rows``)."""
+        parts, self._unindexed = self._unindexed, []
+        rows = parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))
+        self.index_passes += 1
+        self.rows_indexed += rows.shape[0]
+        VS.index_rows(rows, self.count, self.prio, self.start, self.shp, self.cls,
+                      self.ports, self.pdb, self.dying, self._order, self._alike_from)
+
     def node_columns(self):
         """The node columns the victim search reads (``nominated_columns``
         or the state's)."""
@@ -191,8 +224,9 @@ class PodTable:
         self.cls = np.full((n, c), -1, np.int64)
         self.shp = np.full((n, c), -1, np.int64)
         self.dying = np.zeros((n, c), np.bool_)
-        self.order = np.zeros((n, c), np.int64)
-        self.alike_from = np.zeros(n, np.int64)
+        self._order = np.zeros((n, c), np.int64)
+        self._alike_from = np.zeros(n, np.int64)
+        self._unindexed = []            # the sync that follows writes every row
         self.keys = [[] for _ in range(n)]
         self.row_stamp = np.zeros(n, np.int64)
         self.layout += 1
@@ -231,8 +265,7 @@ class PodTable:
             self._write_rows(rows, keys)
             self.rows_read += rows.shape[0]
             self.row_stamp[rows] = self.syncs
-            VS.index_rows(rows, self.count, self.prio, self.start, self.shp, self.cls,
-                          self.ports, self.pdb, self.dying, self.order, self.alike_from)
+            self._unindexed.append(rows)
         self.written.add(self.syncs, rows)
         self.seen = st.version
         return V.VictimPods(self.count, self.prio, self.start, self.req, self.ports,

@@ -276,6 +276,31 @@ def test_a_sync_writes_its_rows_in_one_batch_with_no_step_per_pod():
     _assert_as_read_afresh(with_pdbs)
 
 
+def test_rows_written_are_indexed_when_the_index_is_next_read():
+    """A sync leaves the importance order and alike tails of the rows it
+    wrote to the next read of ``order`` / ``alike_from`` (a device search
+    without host filters reads neither): two syncs with moves between
+    index nothing; the next read indexes the rows both wrote in one pass,
+    a second read none, and the table is as read afresh."""
+    cluster, state, template = _cluster(40)
+    state.remove_pod("default/low-31-0")
+    table = PodTable(state)
+    table.sync()
+    assert (table.index_passes, table.rows_indexed) == (0, 0)
+    assert table.order.shape[0] == 40 and table.rows_indexed == 40
+    state.remove_pod("default/low-17-0")
+    _bind(state, template, "moved", "node-31")
+    table.sync()
+    state.remove_pod("default/low-5-1")
+    table.sync()
+    assert (table.index_passes, table.rows_indexed) == (1, 40)
+    table.alike_from
+    assert (table.index_passes, table.rows_indexed) == (2, 43)
+    table.order
+    assert table.index_passes == 2
+    _assert_as_read_afresh(table)
+
+
 def test_a_bound_class_id_reused_by_another_class_is_mapped_again():
     """A labelled pod's class leaves with its only pod and the bound-pod
     table gives its id to the next new class: the victim table's kept map
