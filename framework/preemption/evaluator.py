@@ -45,8 +45,6 @@ from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
 from operator import is_, is_not, itemgetter
 
-import weakref
-
 import numpy as np
 
 from tensorsched.framework.config.plugin_args import DefaultPreemptionArgs
@@ -71,7 +69,7 @@ from tensorsched.kernels.victims.device import DeviceVictims, VisitBase, decode_
 from tensorsched.kernels.victims.sync_journal import SyncJournal
 
 from .filter_hooks import exempt_bits
-from .host_search import HostVictimSearch, active_host_filters
+from .host_search import HostVictimSearch, active_host_filters, filters_memo
 from .probe_tables import ProbeTables
 from .visit import visit_candidates
 
@@ -586,29 +584,24 @@ def _ask_unresolvable(codes: np.ndarray, ask, ctx, rows) -> None:
                                int(Code.UNSCHEDULABLE))
 
 
-# fw -> {asks: (its filters list, their ids, _rejectors' answer)}
-_REJECTORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def _rejectors(fw, ctx):
     """(bits [P] int64, code_of [P] int64, [(p, plugin)]) of the profile's
     filters with reason bits, profile order: the code each reports where
     it rejects first, -1 where the plugin is asked (``unresolvable``, with
     ``ctx``), and those plugins by position.  Kept per framework (its
     filters and their bits are set when it is built) while its filter
-    list holds the same plugins."""
-    filters = fw.filters
-    ids = tuple(map(id, filters))
-    try:
-        kept = _REJECTORS.setdefault(fw, {})
-    except TypeError:               # not weakly referable: built each call
-        kept = {}
-    got = kept.get(ctx is not None)
-    if got is not None and got[0] is filters and got[1] == ids:
-        return got[2]
-    out = _rejectors_of(fw, ctx)
-    kept[ctx is not None] = (filters, ids, out)
-    return out
+    list holds the same plugins (``host_search.filters_memo``)."""
+    if ctx is None:
+        return filters_memo(fw, "rejectors", _rejectors_without_ctx)
+    return filters_memo(fw, "rejectors asking", _rejectors_asking)
+
+
+def _rejectors_without_ctx(fw):
+    return _rejectors_of(fw, None)
+
+
+def _rejectors_asking(fw):
+    return _rejectors_of(fw, True)
 
 
 def _rejectors_of(fw, ctx):

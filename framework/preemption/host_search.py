@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
+from operator import is_
 
 import numpy as np
 
@@ -96,6 +97,56 @@ def _probe_kind(plugin) -> str | None:
     return _traits(plugin)[2]
 
 
+# id(framework) -> (weak reference to it, its filters list, those plugins,
+# {name: answer}): what ``filters_memo`` keeps per framework object.
+_PER_FILTERS: dict = {}
+
+
+class FiltersMemo:
+    """Counts of ``filters_memo``'s answers built (tests)."""
+
+    builds = 0
+
+
+def filters_memo(fw, name, build):
+    """``build(fw)`` (an answer that depends only on ``fw.filters``'
+    plugins), kept per framework object and ``name`` while ``fw.filters``
+    is the same list holding the same plugin objects (a framework's filters
+    are set when it is built): a preemptor looks its profile's filters up
+    once per framework, not once each.  Built answers are counted in
+    ``FiltersMemo.builds``.  Weak, like ``_TRAITS``; a framework that takes
+    no weak reference is answered afresh each time."""
+    filters = fw.filters
+    got = _PER_FILTERS.get(id(fw))
+    if got is None or got[0]() is not fw or got[1] is not filters \
+            or len(got[2]) != len(filters) or not all(map(is_, got[2], filters)):
+        try:
+            ref = weakref.ref(fw)
+        except TypeError:
+            FiltersMemo.builds += 1
+            return build(fw)
+        if len(_PER_FILTERS) >= _MAX_TRAITS:
+            _PER_FILTERS.clear()
+        got = _PER_FILTERS[id(fw)] = (ref, filters, tuple(filters), {})
+    answers = got[3]
+    out = answers.get(name)
+    if out is None:
+        FiltersMemo.builds += 1
+        out = answers[name] = build(fw)
+    return out
+
+
+def _host_filters_of(fw) -> tuple:
+    """((plugin, ``PodIndependentWhen``), ...) of ``fw``'s non-fused
+    filters, profile order."""
+    out = []
+    for p in fw.filters:
+        fused, independent_when, _ = _traits(p)
+        if not fused:
+            out.append((p, independent_when))
+    return tuple(out)
+
+
 def active_host_filters(fw, ctx, skipped) -> list:
     """The profile's non-fused filters that run for ``ctx.pod``, profile order.
 
@@ -103,11 +154,11 @@ def active_host_filters(fw, ctx, skipped) -> list:
     (their Filter does not run, during preemption neither).  A filter that
     says it ignores the pods on a node for this pod (``PodIndependentWhen``,
     e.g. GpuShareFit for a pod without GPUs) is left out: its answer cannot
-    change whoever is evicted."""
+    change whoever is evicted.  The non-fused filters come from
+    ``filters_memo`` (no pass over the fused ones a preemptor)."""
     out = []
-    for p in fw.filters:
-        fused, independent_when, _ = _traits(p)
-        if fused or p.name in skipped:
+    for p, independent_when in filters_memo(fw, "host filters", _host_filters_of):
+        if p.name in skipped:
             continue
         if independent_when and p.ignores_pods(ctx):
             continue

@@ -114,3 +114,26 @@ def test_remembered_traits_do_not_keep_a_plugin_alive():
     assert ref() is None
     other = _Host()                             # may reuse the id: not taken for the old one
     assert HS._probe_kind(other) is None
+
+
+def test_a_frameworks_filter_answers_are_built_once_while_its_filters_stay():
+    """``filters_memo`` builds an answer once per framework object and name
+    (``active_host_filters``' non-fused filters, the evaluator's
+    rejectors), again when the framework's filter list is replaced or one
+    of its plugins is, and keeps no framework alive."""
+    indep, host, probe = _Independent(False), _Host(), _Probe()
+    fw = _Fw([host, indep, probe])
+    builds = HS.FiltersMemo.builds
+    for _ in range(3):
+        assert HS.active_host_filters(fw, None, skipped=()) == [host, indep, probe]
+    assert HS.FiltersMemo.builds == builds + 1
+    other = _Host()
+    fw.filters[0] = other                       # a plugin replaced in the same list
+    assert HS.active_host_filters(fw, None, skipped=()) == [other, indep, probe]
+    fw.filters = [probe]                        # another list
+    assert HS.active_host_filters(fw, None, skipped=()) == [probe]
+    assert HS.FiltersMemo.builds == builds + 3
+    ref = HS._PER_FILTERS[id(fw)][0]
+    del fw
+    gc.collect()
+    assert ref() is None
