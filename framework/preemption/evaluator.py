@@ -810,9 +810,12 @@ def _candidates(fw, ctx, result, table: PodTable, scan, cap: int,
 
 
 def _candidate(state, table: PodTable, row: int, stats, slots) -> Candidate:
-    keys = table.keys[row]
-    return Candidate(row, state.node_name(row), [keys[int(s)] for s in slots],
-                     int(stats[V.STAT_N_VIOLATIONS]), tuple(int(x) for x in stats))
+    """The Candidate of node ``row``: ``stats`` [7] and ``slots`` [k]
+    (int arrays or sequences) as Python ints by one ``tolist`` each, the
+    victims' keys by one C-level map (no NumPy scalar per value)."""
+    st = np.asarray(stats).tolist()
+    victims = list(map(table.keys[row].__getitem__, np.asarray(slots, np.int64).tolist()))
+    return Candidate(row, state.node_name(row), victims, st[V.STAT_N_VIOLATIONS], tuple(st))
 
 
 def _visit_failures(scan: np.ndarray, seen: np.ndarray) -> list:

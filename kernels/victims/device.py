@@ -406,13 +406,15 @@ class DeviceVictims:
         return self._picked(self._down(out))
 
     def _picked(self, host: np.ndarray) -> DevicePick:
-        """A ``DevicePick`` from the pick's out buffer copied back."""
+        """A ``DevicePick`` from the pick's out buffer copied back (a fresh
+        host array: its stats and victims are views of it, not copies)."""
         pk = self._pk
-        chosen = int(host[pk.OUT_CHOSEN])
-        stats = host[pk.OUT_STATS: pk.OUT_STATS + V.N_STATS].copy()
-        nv = int(stats[V.STAT_N_VICTIMS]) if chosen >= 0 else 0
-        return DevicePick(int(host[pk.OUT_VISITED]), int(host[pk.OUT_CALLS]), chosen, stats,
-                          host[pk.OUT_VICTIMS: pk.OUT_VICTIMS + nv].copy())
+        head = host[:pk.OUT_VICTIMS].tolist()      # the scalars by one conversion
+        chosen = head[pk.OUT_CHOSEN]
+        nv = head[pk.OUT_STATS + V.STAT_N_VICTIMS] if chosen >= 0 else 0
+        return DevicePick(head[pk.OUT_VISITED], head[pk.OUT_CALLS], chosen,
+                          host[pk.OUT_STATS: pk.OUT_STATS + V.N_STATS],
+                          host[pk.OUT_VICTIMS: pk.OUT_VICTIMS + nv])
 
     def counts_search_and_pick(self, stage: DeviceStage, cols, q, rows: np.ndarray,
                                priority: int, cap: int, counts: VS.DeviceCounts,
