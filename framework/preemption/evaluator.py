@@ -92,6 +92,10 @@ _FEW_CLASSES = 64
 # path before, for before/after records: ``bench.victims_counts_device``).
 DEVICE_ON_COUNTS = True
 _NO_PDBS = np.zeros(1, np.int64)     # disruptionsAllowed without PDBs (read only by use)
+# Where no host filter is asked, a failed cycle's helpful rows come from
+# one compiled pass that writes no codes (``helpful_rows_of_reasons``);
+# False: through ``status_codes_and_helpful`` (tests compare the two).
+ONE_PASS_HELPFUL = True
 
 
 def _words(n: int) -> int:
@@ -570,6 +574,29 @@ def status_codes_and_helpful(fw, reasons: np.ndarray, ctx, rows: np.ndarray, *,
     return codes, helpful[:n], int(unhelpful)
 
 
+def helpful_rows_of_reasons(fw, reasons: np.ndarray, ctx, rows: np.ndarray, *,
+                            start: int = 0) -> tuple[np.ndarray, int]:
+    """``status_codes_and_helpful``'s rows where preemption might help [k]
+    int64 and count of the others holding a status, without its codes:
+    where no host filter is asked (``unresolvable``), one compiled pass
+    that writes no codes array (``statuses.helpful_of_reasons``); else
+    through ``status_codes_and_helpful``.  ``ONE_PASS_HELPFUL`` False: that
+    way always (tests compare the two)."""
+    bits, code_of, ask = _rejectors(fw, ctx)
+    if ask or not ONE_PASS_HELPFUL:
+        _, got, unhelpful = status_codes_and_helpful(fw, reasons, ctx, rows, start=start)
+        return got, unhelpful
+    reasons = np.ascontiguousarray(reasons, np.int64)
+    rows = np.ascontiguousarray(rows, np.int64)
+    m = reasons.shape[0]
+    out = np.empty(m, np.int64)
+    n, unhelpful = VT.host.helpful_of_reasons(
+        reasons, int(start) % max(m, 1), bits, code_of, int(L.R_PREFILTER_NAMES),
+        int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), int(Code.ERROR), int(L.R_INVALID_ROW),
+        rows, int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), out)
+    return out[:n], int(unhelpful)
+
+
 def _ask_unresolvable(codes: np.ndarray, ask, ctx, rows) -> None:
     """The pending codes (``-(2 + p)``: host filter p rejected first) set
     to UnschedulableAndUnresolvable or Unschedulable as that filter's
@@ -706,16 +733,14 @@ def _fail_message(num_all: int, counts: dict[str, int]) -> str:
 def _helpful_by_row(fw, ctx, result, node_codes, absent_code) -> tuple[np.ndarray, int]:
     """(the rows where preemption might help, how many others hold a
     status) from the Status code of each live node row in the failed
-    cycle: its filter status (the codes and the rows in one compiled
-    call: ``status_codes_and_helpful``), the PreFilter's for all, or
+    cycle: its filter status (the rows in one compiled call:
+    ``helpful_rows_of_reasons``), the PreFilter's for all, or
     ``node_codes``."""
     state, all_rows = ctx.state, result.all_rows
     if node_codes is None and result.prefilter_status.ok:
         # Evaluation order in, row order out (position j is row-order
         # position start + j, wrapped).
-        _, rows, unhelpful = status_codes_and_helpful(fw, result.reasons, ctx, all_rows,
-                                                      start=result.start)
-        return rows, unhelpful
+        return helpful_rows_of_reasons(fw, result.reasons, ctx, all_rows, start=result.start)
     if node_codes is not None:
         codes = np.array([int(node_codes.get(state.node_name(int(r)), absent_code))
                           for r in all_rows], np.int64)

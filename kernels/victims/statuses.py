@@ -22,9 +22,15 @@ unhelpful)``: ``first_rejector`` then, when no code is pending,
 ``helpful_rows`` over its codes into ``rows_out``, in one call (n and
 unhelpful -1 when codes are pending: the caller resolves them first).
 
-``first_rejector`` walks the rejectors once per change of the reason
-bits along the nodes, not once per node (a failed cycle's nodes mostly
-share their reasons).
+``helpful_of_reasons(reasons, start, bits, code_of, pf_bits, pf_code,
+error_code, invalid, all_rows, not_helpful, rows_out) -> (n, unhelpful)``:
+``codes_and_helpful``'s rows and count where no code can be pending (no
+``code_of`` below 0), with no codes array: one pass in row order reading
+``reasons`` rotated (row-order position i is position (i - start) % M).
+
+``first_rejector`` and ``helpful_of_reasons`` walk the rejectors
+(``code_of_reasons``) once per change of the reason bits along the nodes,
+not once per node (a failed cycle's nodes mostly share their reasons).
 """
 
 from __future__ import annotations
@@ -32,6 +38,21 @@ from __future__ import annotations
 from tensorsched.kernels._compile import LazyNjit
 
 __all__ = ["host"]
+
+
+def _code_of_reasons(r, bits, code_of, pf_bits, pf_code, error_code, invalid):
+    """The code of one node's reason bits ``r`` (``first_rejector``'s rule)."""
+    if r == 0:
+        return 0
+    if r == invalid:
+        return -1
+    if r & pf_bits:
+        return pf_code
+    for p in range(bits.shape[0]):
+        if r & bits[p]:
+            c = code_of[p]
+            return -(2 + p) if c < 0 else c
+    return error_code
 
 
 def _first_rejector(reasons, start, bits, code_of, pf_bits, pf_code, error_code, invalid, out):
@@ -46,20 +67,7 @@ def _first_rejector(reasons, start, bits, code_of, pf_bits, pf_code, error_code,
         r = reasons[j]
         if r != last_r:
             last_r = r
-            if r == 0:
-                last_c = 0
-            elif r == invalid:
-                last_c = -1
-            elif r & pf_bits:
-                last_c = pf_code
-            else:
-                last_c = error_code
-                for p in range(bits.shape[0]):
-                    if r & bits[p]:
-                        last_c = code_of[p]
-                        if last_c < 0:
-                            last_c = -(2 + p)
-                        break
+            last_c = code_of_reasons(r, bits, code_of, pf_bits, pf_code, error_code, invalid)
         i = j + start
         if i >= m:
             i -= m
@@ -92,14 +100,47 @@ def _codes_and_helpful(reasons, start, bits, code_of, pf_bits, pf_code, error_co
     return 0, n, unhelpful
 
 
+def _helpful_of_reasons(reasons, start, bits, code_of, pf_bits, pf_code, error_code, invalid,
+                        all_rows, not_helpful, rows_out):
+    m = reasons.shape[0]
+    n = 0
+    unhelpful = 0
+    last_r = 0
+    last_c = 0
+    j = m - start if start else 0           # row-order position 0 is position (-start) % m
+    for i in range(m):
+        if j == m:
+            j = 0
+        r = reasons[j]
+        j += 1
+        if r != last_r:
+            last_r = r
+            last_c = code_of_reasons(r, bits, code_of, pf_bits, pf_code, error_code, invalid)
+        if last_c == not_helpful or last_c == 0:
+            unhelpful += 1
+        else:
+            rows_out[n] = all_rows[i]
+            n += 1
+    return n, unhelpful
+
+
+def _with(fn, name: str, **compiled):
+    """``fn`` as a function named ``name`` whose globals add ``compiled``
+    (its compiled callees)."""
+    return type(fn)(fn.__code__, fn.__globals__ | compiled, name)
+
+
 def _compiled(jit) -> dict:
-    """The passes above, compiled; the fused pass calls the two compiled
-    ones (its globals)."""
-    first = jit(_first_rejector)
+    """The passes above, compiled; each calls the compiled ones it names
+    (its globals)."""
+    code = jit(_code_of_reasons)
+    first = jit(_with(_first_rejector, "first_rejector", code_of_reasons=code))
     helpful = jit(_helpful_rows)
-    both = _codes_and_helpful.__globals__ | {"first_rejector": first, "helpful_rows": helpful}
-    fused = type(_codes_and_helpful)(_codes_and_helpful.__code__, both, "codes_and_helpful")
-    return {"first_rejector": first, "helpful_rows": helpful, "codes_and_helpful": jit(fused)}
+    both = jit(_with(_codes_and_helpful, "codes_and_helpful", first_rejector=first,
+                     helpful_rows=helpful))
+    rows = jit(_with(_helpful_of_reasons, "helpful_of_reasons", code_of_reasons=code))
+    return {"first_rejector": first, "helpful_rows": helpful, "codes_and_helpful": both,
+            "helpful_of_reasons": rows}
 
 
 #: the passes above, compiled on first use (cached on disk)

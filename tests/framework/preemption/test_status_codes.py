@@ -12,7 +12,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tensorsched.framework.preemption import evaluator as E
 from tensorsched.framework.preemption.evaluator import (
+    helpful_rows_of_reasons,
     nodes_where_preemption_might_help,
     rows_where_preemption_might_help,
     status_codes,
@@ -132,3 +134,13 @@ def test_codes_follow_the_first_rejecting_filter(data):
     assert unhelpful_once == unhelpful
     assert sorted(r for p in filters if isinstance(p, _Host) for r in p.asked) == sorted(
         asked * 2)
+    # the rows without the codes (one pass where no host filter is asked):
+    # the same whichever way
+    for one_pass in (True, False):
+        E.ONE_PASS_HELPFUL = one_pass
+        try:
+            rows_only, unhelpful_only = helpful_rows_of_reasons(fw, reasons, ctx, all_rows,
+                                                                start=start)
+        finally:
+            E.ONE_PASS_HELPFUL = True
+        assert rows_only.tolist() == rows.tolist() and unhelpful_only == unhelpful
