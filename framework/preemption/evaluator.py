@@ -114,7 +114,9 @@ class PodTable:
     sync or holds more entries since than a scan costs, by a scan of
     ``row_version`` (O(N)).  Counters: ``rows_scanned`` (log entries or
     ``row_version`` cells looked at to find them), ``rows_read`` (rows
-    re-read), ``scans`` (syncs that scanned).
+    re-read), ``scans`` (syncs that scanned), ``log_searches`` (syncs that
+    searched the log for its first entry since, not starting where the
+    last sync stopped).
 
     For a device mirror (``device``): ``layout`` counts reallocations,
     ``syncs`` the syncs, ``row_stamp[i]`` is the sync that last wrote row
@@ -148,6 +150,8 @@ class PodTable:
         self.rows_scanned = 0
         self.rows_read = 0
         self.scans = 0
+        self._log_at = 0                    # the state's write log length at the last sync
+        self.log_searches = 0               # syncs that searched the log for their start
         self._device = None
         # the probes' tables of the device search on counts, kept between
         # preemptors (updated and sent by the rows that change)
@@ -293,9 +297,17 @@ class PodTable:
         n = st.n_rows
         log = getattr(st, "write_log", None)
         if log is not None and self.seen >= log.floor:
-            length = log.length
-            # the first entry after ``seen`` (versions are non-decreasing)
-            lo = int(np.searchsorted(log.versions[:length], self.seen, side="right"))
+            length, seen, versions = log.length, self.seen, log.versions
+            # the first entry after ``seen`` (versions are non-decreasing):
+            # where the log stood at the last sync, when the entries either
+            # side of it say so (two reads, whatever the log did since),
+            # else searched (counted: ``log_searches``)
+            lo = self._log_at
+            if not (lo <= length and (lo == 0 or versions[lo - 1] <= seen)
+                    and (lo == length or versions[lo] > seen)):
+                self.log_searches += 1
+                lo = int(versions[:length].searchsorted(seen, "right"))
+            self._log_at = length
             if length - lo <= max(LOG_READ_MAX, n // 8):
                 self.rows_scanned += length - lo
                 if length - lo <= 64:       # a preemptor's few: no sort of an array

@@ -187,6 +187,37 @@ def test_one_bound_pod_moved_at_10000_rows_reads_o1_rows():
     _assert_as_read_afresh(table)
 
 
+def test_a_sync_starts_reading_the_log_where_the_last_one_stopped():
+    """The first sync after a fresh table searches the state's write log
+    for the entries after its version; the next ones start where the last
+    stopped, the entries either side of it checked (``log_searches``
+    stays), and read the same rows; a log started over (another log) is
+    searched again."""
+    cluster, state, template = _cluster(40)
+    state.remove_pod("default/low-31-0")
+    table = PodTable(state)
+    table.sync()
+    state.remove_pod("default/low-3-0")
+    table.sync()
+    assert table.log_searches == 1
+    for i, node in enumerate(("node-31", "node-3", "node-20")):
+        state.remove_pod(f"default/low-{20 + i}-1")
+        _bind(state, template, f"moved-{i}", node)
+        read = table.rows_read
+        table.sync()
+        assert table.log_searches == 1 and table.rows_read - read == 2
+        assert table.written.rows_since(table.syncs - 1).tolist() == sorted(
+            [state.node_rows[f"node-{20 + i}"], state.node_rows[node]])
+    table.sync()                                # nothing written: nothing read
+    assert table.log_searches == 1 and table.written.rows_since(table.syncs - 1).tolist() == []
+    _assert_as_read_afresh(table)
+    state.write_log = WriteLog(16)
+    state.remove_pod("default/low-9-0")
+    table.sync()
+    assert table.scans == 0 and table.log_searches == 2
+    _assert_as_read_afresh(table)
+
+
 def test_a_state_log_that_no_longer_reaches_back_falls_back_to_a_scan():
     """More writes than the state's log holds between two syncs: the sync
     scans ``row_version`` (counted in ``scans``) and the table is as read
