@@ -590,23 +590,33 @@ def helpful_rows_of_reasons(fw, reasons: np.ndarray, ctx, rows: np.ndarray, *,
                             start: int = 0) -> tuple[np.ndarray, int]:
     """``status_codes_and_helpful``'s rows where preemption might help [k]
     int64 and count of the others holding a status, without its codes:
-    where no host filter is asked (``unresolvable``), one compiled pass
-    that writes no codes array (``statuses.helpful_of_reasons``); else
-    through ``status_codes_and_helpful``.  ``ONE_PASS_HELPFUL`` False: that
-    way always (tests compare the two)."""
-    bits, code_of, ask = _rejectors(fw, ctx)
-    if ask or not ONE_PASS_HELPFUL:
-        _, got, unhelpful = status_codes_and_helpful(fw, reasons, ctx, rows, start=start)
-        return got, unhelpful
-    reasons = np.ascontiguousarray(reasons, np.int64)
-    rows = np.ascontiguousarray(rows, np.int64)
-    m = reasons.shape[0]
-    out = np.empty(m, np.int64)
-    n, unhelpful = VT.host.helpful_of_reasons(
-        reasons, int(start) % max(m, 1), bits, code_of, int(L.R_PREFILTER_NAMES),
-        int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), int(Code.ERROR), int(L.R_INVALID_ROW),
-        rows, int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), out)
-    return out[:n], int(unhelpful)
+    one compiled pass that writes no codes array
+    (``statuses.helpful_of_reasons``) unless a node's first rejector is a
+    host filter to ask (``unresolvable``): then through
+    ``status_codes_and_helpful`` (counted: ``HelpfulRows.asked``).
+    ``ONE_PASS_HELPFUL`` False: that way always (tests compare the two)."""
+    if ONE_PASS_HELPFUL:
+        bits, code_of, _ = _rejectors(fw, ctx)
+        reasons = np.ascontiguousarray(reasons, np.int64)
+        m = reasons.shape[0]
+        out = np.empty(m, np.int64)
+        n, unhelpful = VT.host.helpful_of_reasons(
+            reasons, int(start) % max(m, 1), bits, code_of, int(L.R_PREFILTER_NAMES),
+            int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), int(Code.ERROR), int(L.R_INVALID_ROW),
+            np.ascontiguousarray(rows, np.int64), int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
+            out)
+        if n >= 0:
+            return out[:n], int(unhelpful)
+        HelpfulRows.asked += 1
+    _, got, unhelpful = status_codes_and_helpful(fw, reasons, ctx, rows, start=start)
+    return got, unhelpful
+
+
+class HelpfulRows:
+    """How often ``helpful_rows_of_reasons`` met a host filter to ask and
+    took the codes' way (tests)."""
+
+    asked = 0
 
 
 def _ask_unresolvable(codes: np.ndarray, ask, ctx, rows) -> None:

@@ -24,9 +24,10 @@ unhelpful -1 when codes are pending: the caller resolves them first).
 
 ``helpful_of_reasons(reasons, start, bits, code_of, pf_bits, pf_code,
 error_code, invalid, all_rows, not_helpful, rows_out) -> (n, unhelpful)``:
-``codes_and_helpful``'s rows and count where no code can be pending (no
-``code_of`` below 0), with no codes array: one pass in row order reading
-``reasons`` rotated (row-order position i is position (i - start) % M).
+``codes_and_helpful``'s rows and count with no codes array: one pass in
+row order reading ``reasons`` rotated (row-order position i is position
+(i - start) % M); (-1, -1) as soon as a code is pending (the caller asks
+the host filters through ``codes_and_helpful`` then).
 
 ``first_rejector`` and ``helpful_of_reasons`` walk the rejectors
 (``code_of_reasons``) once per change of the reason bits along the nodes,
@@ -116,6 +117,8 @@ def _helpful_of_reasons(reasons, start, bits, code_of, pf_bits, pf_code, error_c
         if r != last_r:
             last_r = r
             last_c = code_of_reasons(r, bits, code_of, pf_bits, pf_code, error_code, invalid)
+            if last_c <= -2:
+                return -1, -1
         if last_c == not_helpful or last_c == 0:
             unhelpful += 1
         else:
