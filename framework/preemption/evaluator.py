@@ -591,32 +591,37 @@ def helpful_rows_of_reasons(fw, reasons: np.ndarray, ctx, rows: np.ndarray, *,
     """``status_codes_and_helpful``'s rows where preemption might help [k]
     int64 and count of the others holding a status, without its codes:
     one compiled pass that writes no codes array
-    (``statuses.helpful_of_reasons``) unless a node's first rejector is a
-    host filter to ask (``unresolvable``): then through
-    ``status_codes_and_helpful`` (counted: ``HelpfulRows.asked``).
-    ``ONE_PASS_HELPFUL`` False: that way always (tests compare the two)."""
-    if ONE_PASS_HELPFUL:
-        bits, code_of, _ = _rejectors(fw, ctx)
-        reasons = np.ascontiguousarray(reasons, np.int64)
-        m = reasons.shape[0]
-        out = np.empty(m, np.int64)
-        n, unhelpful = VT.host.helpful_of_reasons(
-            reasons, int(start) % max(m, 1), bits, code_of, int(L.R_PREFILTER_NAMES),
-            int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), int(Code.ERROR), int(L.R_INVALID_ROW),
-            np.ascontiguousarray(rows, np.int64), int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
-            out)
-        if n >= 0:
-            return out[:n], int(unhelpful)
-        HelpfulRows.asked += 1
-    _, got, unhelpful = status_codes_and_helpful(fw, reasons, ctx, rows, start=start)
-    return got, unhelpful
-
-
-class HelpfulRows:
-    """How often ``helpful_rows_of_reasons`` met a host filter to ask and
-    took the codes' way (tests)."""
-
-    asked = 0
+    (``statuses.helpful_of_reasons``); the nodes a host filter rejects
+    first are kept among the rows and that filter asked about them
+    (``unresolvable``, the same rows in the same order as
+    ``status_codes_and_helpful`` asks), those it finds unresolvable
+    dropped and counted.  ``ONE_PASS_HELPFUL`` False: through
+    ``status_codes_and_helpful`` (tests compare the two)."""
+    if not ONE_PASS_HELPFUL:
+        _, got, unhelpful = status_codes_and_helpful(fw, reasons, ctx, rows, start=start)
+        return got, unhelpful
+    bits, code_of, ask = _rejectors(fw, ctx)
+    reasons = np.ascontiguousarray(reasons, np.int64)
+    rows = np.ascontiguousarray(rows, np.int64)
+    m = reasons.shape[0]
+    out = np.empty(m, np.int64)
+    pending_at = np.empty(m if ask else 0, np.int64)
+    pending_p = np.empty(m if ask else 0, np.int64)
+    n, unhelpful, k = VT.host.helpful_of_reasons(
+        reasons, int(start) % max(m, 1), bits, code_of, int(L.R_PREFILTER_NAMES),
+        int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), int(Code.ERROR), int(L.R_INVALID_ROW),
+        rows, int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), out, pending_at, pending_p)
+    got = out[:n]
+    if not k:
+        return got, int(unhelpful)
+    at, by = pending_at[:k], pending_p[:k]
+    keep = np.ones(n, bool)
+    for p, plugin in ask:
+        mine = at[by == p]
+        if mine.shape[0]:
+            keep[mine[np.asarray(plugin.unresolvable(ctx, got[mine]), bool)]] = False
+    dropped = n - int(np.count_nonzero(keep))
+    return (got[keep] if dropped else got), int(unhelpful) + dropped
 
 
 def _ask_unresolvable(codes: np.ndarray, ask, ctx, rows) -> None:

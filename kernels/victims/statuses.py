@@ -23,11 +23,14 @@ unhelpful)``: ``first_rejector`` then, when no code is pending,
 unhelpful -1 when codes are pending: the caller resolves them first).
 
 ``helpful_of_reasons(reasons, start, bits, code_of, pf_bits, pf_code,
-error_code, invalid, all_rows, not_helpful, rows_out) -> (n, unhelpful)``:
-``codes_and_helpful``'s rows and count with no codes array: one pass in
-row order reading ``reasons`` rotated (row-order position i is position
-(i - start) % M); (-1, -1) as soon as a code is pending (the caller asks
-the host filters through ``codes_and_helpful`` then).
+error_code, invalid, all_rows, not_helpful, rows_out, pending_at,
+pending_p) -> (n, unhelpful, k)``: ``codes_and_helpful``'s rows and count
+with no codes array: one pass in row order reading ``reasons`` rotated
+(row-order position i is position (i - start) % M); a node whose code is
+pending (host filter p to ask) is kept among the rows, its index in
+``rows_out`` written to ``pending_at[k]`` and p to ``pending_p[k]`` (k
+such nodes, in row order): the caller drops those the filter then finds
+unresolvable.
 
 ``first_rejector`` and ``helpful_of_reasons`` walk the rejectors
 (``code_of_reasons``) once per change of the reason bits along the nodes,
@@ -102,10 +105,11 @@ def _codes_and_helpful(reasons, start, bits, code_of, pf_bits, pf_code, error_co
 
 
 def _helpful_of_reasons(reasons, start, bits, code_of, pf_bits, pf_code, error_code, invalid,
-                        all_rows, not_helpful, rows_out):
+                        all_rows, not_helpful, rows_out, pending_at, pending_p):
     m = reasons.shape[0]
     n = 0
     unhelpful = 0
+    k = 0
     last_r = 0
     last_c = 0
     j = m - start if start else 0           # row-order position 0 is position (-start) % m
@@ -117,14 +121,16 @@ def _helpful_of_reasons(reasons, start, bits, code_of, pf_bits, pf_code, error_c
         if r != last_r:
             last_r = r
             last_c = code_of_reasons(r, bits, code_of, pf_bits, pf_code, error_code, invalid)
-            if last_c <= -2:
-                return -1, -1
         if last_c == not_helpful or last_c == 0:
             unhelpful += 1
         else:
+            if last_c <= -2:
+                pending_at[k] = n
+                pending_p[k] = -(2 + last_c)
+                k += 1
             rows_out[n] = all_rows[i]
             n += 1
-    return n, unhelpful
+    return n, unhelpful, k
 
 
 def _with(fn, name: str, **compiled):
