@@ -287,7 +287,10 @@ def fit_columns(q) -> tuple[np.ndarray, np.ndarray]:
     query ``q`` besides the pod count (``fused._core.fit_reasons``)."""
     if not q.requests_anything:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    req = np.asarray(q.request, np.int64)
-    r = np.arange(req.shape[0])
-    asked = (r != L.RES_PODS) & (req > 0) & ~np.asarray(q.fit_ignored, bool)[: req.shape[0]]
-    return r[asked].astype(np.int64), req[asked]
+    # a few resources: one ``tolist`` each and a comprehension, not a
+    # dozen NumPy calls on [R] arrays (a preemptor on the device asks)
+    req = np.asarray(q.request, np.int64).tolist()
+    ignored = np.asarray(q.fit_ignored, bool).tolist()
+    pods = int(L.RES_PODS)
+    cols = [r for r, v in enumerate(req) if v > 0 and r != pods and not ignored[r]]
+    return np.array(cols, np.int64), np.array([req[r] for r in cols], np.int64)

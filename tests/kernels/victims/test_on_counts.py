@@ -8,11 +8,14 @@ tests/framework/preemption/test_victims_*_on_counts.py and test_visit.py.)"""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.victim_tables import victim_case
 
+from tensorsched.kernels import layout as L
 from tensorsched.kernels.victims import on_counts as VS
 from tensorsched.kernels.victims import pick as VP
 from tensorsched.kernels.victims import search as V
@@ -142,3 +145,22 @@ def test_visit_one_compile_for_any_layout(case):
             compiled = list(VN.visit_rows.signatures)
     assert got[0] == got[1]
     assert VN.visit_rows.signatures == compiled
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_fit_columns_are_the_requested_resources_fit_compares(data):
+    """``fit_columns``: the resources the query asks for (a positive
+    request), neither the pod count nor one NodeResourcesFit ignores, in
+    column order, with their amounts; none when it requests nothing."""
+    r = data.draw(st.integers(0, 8), label="resources")
+    request = data.draw(st.lists(st.integers(-1, 3), min_size=r, max_size=r), label="request")
+    ignored = data.draw(st.lists(st.booleans(), min_size=r, max_size=r + 2), label="ignored")
+    anything = data.draw(st.booleans(), label="requests_anything")
+    q = SimpleNamespace(request=np.array(request, np.int64), fit_ignored=np.array(ignored, bool),
+                        requests_anything=anything)
+    cols, want = VS.fit_columns(q)
+    keep = [k for k in range(r) if anything and request[k] > 0 and k != L.RES_PODS
+            and not ignored[k]]
+    assert cols.dtype == np.int64 and want.dtype == np.int64
+    assert cols.tolist() == keep and want.tolist() == [request[k] for k in keep]
