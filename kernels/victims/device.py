@@ -429,7 +429,8 @@ class DeviceVictims:
         order only when it is not a rotation of the last one
         (``_visit_order``, ``visit`` as ``search_and_pick``'s), one copy up of the rest (``per``: the offset,
         the query's fit columns, the conditions' scalars and class
-        matches), two launches, one copy back.  ``q`` the padded query;
+        matches; one driver copy into a kept buffer the kernel reads
+        through its header), two launches, one copy back.  ``q`` the padded query;
         the index table must be level (``sync_index``).  A position the host filters reject carries
         ``CODE_KIND_BASE - kind`` as its code (``decode_code``)."""
         from . import _counts_cuda
@@ -454,7 +455,9 @@ class DeviceVictims:
             self._per = self._cuda.device_array(
                 max(per.shape[0], 2 * (0 if self._per is None else self._per.shape[0])),
                 np.int64)
-        self._up(per, self._per[:per.shape[0]])
+        # one driver copy into the kept buffer's start, which the kernel
+        # reads whole through its header: no device array view a preemptor
+        self._send(per, self._per, per.shape[0])
         self.counts_searches += 1
         c = max(self._shape[1][1], 1)
         views, out = self._counts_work(m, 1 + fit_cols.shape[0], c, n_spread, n_ia,
@@ -462,7 +465,7 @@ class DeviceVictims:
         _counts_cuda.launch(m, priority, stage.packs, stage.qbuf,
                             stage.allocatable if allocatable is None else allocatable,
                             self._tables, self._allowed[1], self._index, nodes, doms, visit,
-                            self._per[:per.shape[0]], views["_buf"])
+                            self._per, views["_buf"])
         self.launches += 1
         self._pk.launch_pick(views["stats"], views["victims"], m, cap, out)
         self.launches += 1

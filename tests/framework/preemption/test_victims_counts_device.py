@@ -240,3 +240,24 @@ def test_one_bound_pod_moved_reads_and_sends_its_rows_only(variant):
         assert tables.doms.tolist() == want_doms.tolist()
         assert mirror._kept["probe_doms"][2].copy_to_host().tolist() == want_doms.tolist()
         assert mirror._kept["probe_nodes"][2].copy_to_host().tolist() == want_nodes.tolist()
+
+
+def test_the_per_preemptor_inputs_go_up_into_the_kept_buffer_whole(monkeypatch):
+    """Preemptors searched on counts on the device: each one's inputs (the
+    offset, the fit columns, the conditions' scalars and class matches) go
+    up by one copy into the kept buffer, and the kernel gets that buffer
+    itself (it reads the inputs through their header), not a device view
+    made per preemptor; the placements are numba's."""
+    from tensorsched.bench.preemption import run_preemption
+    from tensorsched.kernels.victims import _counts_cuda
+
+    launch, seen = _counts_cuda.launch, []
+
+    def kept(*args):
+        seen.append(args[11])           # ``per``
+        return launch(*args)
+    monkeypatch.setattr(_counts_cuda, "launch", kept)
+    got = run_preemption(24, 4, "cuda", variant="spread")
+    assert got["placements_sha256"] == run_preemption(24, 4, "numba",
+                                                      variant="spread")["placements_sha256"]
+    assert len(seen) >= 4 and all(per is seen[0] for per in seen)
