@@ -262,15 +262,15 @@ class DeviceVictims:
         self.copies += 1
         self.bytes_uploaded += 8 * size
 
-    def _scatter_rows(self, name: str, packed: np.ndarray, table) -> None:
-        """Rows ``packed`` [d, 1 + W] int64 (the node row, then its W values)
-        into the device ``table`` [N, W] through the staging buffers kept
-        under ``name``: one copy up, one scatter launch (counted)."""
-        d = packed.shape[0]
-        size = packed.size
-        host, dev = self._staging(name, size)
-        host[:size] = packed.reshape(-1)
-        self._send(host, dev, size)
+    def _scatter_rows(self, name: str, rows: np.ndarray, host: np.ndarray, table) -> None:
+        """Rows ``rows`` [d] int64 of ``host`` [N, W] int64 into the device
+        ``table`` [N, W] through the staging buffers kept under ``name``:
+        packed by one compiled pass (``table_rows.pack_flat_rows``: the
+        row, then its W values), one copy up, one scatter launch
+        (counted)."""
+        d = rows.shape[0]
+        staged, dev = self._staging(name, d * (1 + host.shape[1]))
+        self._send(staged, dev, d * TR.host.pack_flat_rows(rows, host, staged))
         self._pk.launch_scatter_flat_rows(dev, d, table)
         self.launches += 1
 
@@ -297,8 +297,14 @@ class DeviceVictims:
             if dirty.shape[0] * 4 > n:
                 self._up(np.ascontiguousarray(rows_of(slice(None)), np.int64), self._index)
             elif dirty.shape[0]:
-                self._scatter_rows("index", np.concatenate([dirty[:, None], rows_of(dirty)],
-                                                           axis=1), self._index)
+                # packed by one compiled pass (the row, then ``rows_of``'s)
+                d = dirty.shape[0]
+                staged, dev = self._staging("index", d * (2 + 3 * c))
+                self._send(staged, dev, d * TR.host.pack_index_rows(
+                    np.ascontiguousarray(dirty, np.int64), order, cls, dying, alike_from,
+                    staged))
+                self._pk.launch_scatter_flat_rows(dev, d, self._index)
+                self.launches += 1
         self._index_seen = stamp
 
     # --------------------------------------------------------------- scratch
@@ -529,7 +535,7 @@ class DeviceVictims:
         if diff.shape[0] * 4 > host.shape[0]:
             self._up(host, dev)
         elif diff.shape[0]:
-            self._scatter_rows(name, np.concatenate([diff[:, None], host[diff]], axis=1), dev)
+            self._scatter_rows(name, diff.astype(np.int64, copy=False), host, dev)
         last[...] = host
         return dev
 
@@ -559,8 +565,8 @@ class DeviceVictims:
             dev = got[2]
             if got[1] == gen - 1 and changed is not None and changed.shape[0] * 4 <= host.shape[0]:
                 if changed.shape[0]:
-                    self._scatter_rows(name, np.concatenate([changed[:, None], host[changed]],
-                                                            axis=1), dev)
+                    self._scatter_rows(name, np.ascontiguousarray(changed, np.int64), host,
+                                       dev)
                     self.probe_rows_uploaded += changed.shape[0]
             else:
                 self._up(np.ascontiguousarray(host, np.int64), dev)

@@ -25,6 +25,14 @@ after row into ``out`` (``d * width`` values): the row, its pod count,
 then its prio [C], start [C], req [C x R], ports [C x WP] and pdb
 [C x WB] flattened (``_pick_cuda.scatter_packed_kernel`` unpacks them);
 ``row_width`` is that width.
+
+``pack_flat_rows(rows, table, out) -> width``: rows ``rows`` [d] of a 2-D
+int64 ``table`` [N, W] packed for one upload, each the row then its W
+values (``_pick_cuda.scatter_flat_rows_kernel`` unpacks them), width
+1 + W; ``pack_index_rows(rows, order, cls, dying, alike_from, out) ->
+width``: the same for the index table the device search on counts reads
+(per row its order [C], class ids [C], terminating flags [C] as 0/1 and
+its alike tail), width 2 + 3C.
 """
 
 from __future__ import annotations
@@ -105,6 +113,33 @@ def _pack_rows(rows, count, prio, start, req, ports, pdb, out):
     return width
 
 
+def _pack_flat_rows(rows, table, out):
+    w = table.shape[1]
+    at = 0
+    for rr in range(rows.shape[0]):
+        i = rows[rr]
+        out[at] = i
+        for k in range(w):
+            out[at + 1 + k] = table[i, k]
+        at += 1 + w
+    return 1 + w
+
+
+def _pack_index_rows(rows, order, cls, dying, alike_from, out):
+    c = order.shape[1]
+    at = 0
+    for rr in range(rows.shape[0]):
+        i = rows[rr]
+        out[at] = i
+        for s in range(c):
+            out[at + 1 + s] = order[i, s]
+            out[at + 1 + c + s] = cls[i, s]
+            out[at + 1 + 2 * c + s] = 1 if dying[i, s] else 0
+        out[at + 1 + 3 * c] = alike_from[i]
+        at += 2 + 3 * c
+    return 2 + 3 * c
+
+
 def row_width(shapes) -> int:
     """Values a packed row holds (``pack_rows``), from the shapes of the
     six pod tables (count, prio, start, req, ports, pdb)."""
@@ -113,4 +148,6 @@ def row_width(shapes) -> int:
 
 
 #: the passes above, compiled on first use (cached on disk)
-host = LazyNjit(lambda jit: {"write_rows": jit(_write_rows), "pack_rows": jit(_pack_rows)})
+host = LazyNjit(lambda jit: {"write_rows": jit(_write_rows), "pack_rows": jit(_pack_rows),
+                             "pack_flat_rows": jit(_pack_flat_rows),
+                             "pack_index_rows": jit(_pack_index_rows)})
