@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tensorsched.framework.preemption import evaluator as E
+from tensorsched.framework.preemption import evaluator as EV
 from tensorsched.framework.preemption.evaluator import (
     helpful_rows_of_reasons,
     nodes_where_preemption_might_help,
@@ -138,7 +138,7 @@ def test_codes_follow_the_first_rejecting_filter(data):
     # asked about the same rows in the same order, whichever way
     asked_by = {}
     for one_pass in (True, False):
-        E.ONE_PASS_HELPFUL = one_pass
+        EV.ONE_PASS_HELPFUL = one_pass
         for p in filters:
             if isinstance(p, _Host):
                 p.asked = []
@@ -146,7 +146,7 @@ def test_codes_follow_the_first_rejecting_filter(data):
             rows_only, unhelpful_only = helpful_rows_of_reasons(fw, reasons, ctx, all_rows,
                                                                 start=start)
         finally:
-            E.ONE_PASS_HELPFUL = True
+            EV.ONE_PASS_HELPFUL = True
         assert rows_only.tolist() == rows.tolist() and unhelpful_only == unhelpful
         asked_by[one_pass] = [list(p.asked) for p in filters if isinstance(p, _Host)]
     assert asked_by[True] == asked_by[False]
