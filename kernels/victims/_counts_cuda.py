@@ -36,6 +36,7 @@ position the host filters reject (code 0 in the numba visit's stats) gets
 from __future__ import annotations
 
 import inspect
+import struct
 
 import numpy as np
 from numba import cuda
@@ -73,22 +74,67 @@ INDEX_PARTS = ("order", "cls", "dying", "alike_from")
 _HEAD = 3
 
 
-def pack_per(scalars: dict, parts: dict) -> np.ndarray:
-    """The per-preemptor buffer [size] int64 from ``scalars`` (by
-    ``PER_SCALARS``) and ``parts`` (by ``PER_PARTS``: 1-D or 2-D arrays):
-    the header built as one list, the buffer by one concatenation."""
-    head = [int(scalars[name]) for name in PER_SCALARS]
+# The per-preemptor buffer's header (parts' offsets and shapes) by the
+# parts' shapes: a preemptor's parts have the shapes the last one's had
+# (the same conditions and classes) far more often than not, so the
+# header is worked out once per shapes (``COUNTERS["per_layouts"]``).
+_PER_LAYOUTS: dict = {}
+_PER_LAYOUTS_MAX = 256          # shapes kept at most (then forgotten, all)
+COUNTERS = {"per_layouts": 0}
+_SCALARS = struct.Struct("=" + "q" * len(PER_SCALARS))    # native order, 8 bytes each
+_I64 = np.dtype(np.int64)
+
+
+def _per_layout(shapes: tuple) -> bytes:
+    """The header [3 x parts] int64 (offset, rows, cols) of parts of
+    ``shapes`` (by ``PER_PARTS``) as bytes, checked against their
+    dimensions."""
     at = len(PER_SCALARS) + _HEAD * len(PER_PARTS)
-    flat = []
-    for name, nd in PER_PARTS:
-        a = np.asarray(parts[name], np.int64)
-        if a.ndim != nd:
-            raise ValueError(f"per-preemptor part {name}: {a.ndim} dimensions, want {nd}")
-        rows, cols = (1, a.shape[0]) if nd == 1 else a.shape
+    head = []
+    for (name, nd), shape in zip(PER_PARTS, shapes):
+        if len(shape) != nd:
+            raise ValueError(f"per-preemptor part {name}: {len(shape)} dimensions, want {nd}")
+        rows, cols = (1, shape[0]) if nd == 1 else shape
         head += (at, rows, cols)
-        flat.append(a.reshape(-1))
-        at += a.size
-    return np.concatenate([np.array(head, np.int64)] + flat)
+        at += rows * cols
+    if len(_PER_LAYOUTS) >= _PER_LAYOUTS_MAX:
+        _PER_LAYOUTS.clear()
+    got = _PER_LAYOUTS[shapes] = np.array(head, np.int64).tobytes()
+    COUNTERS["per_layouts"] += 1
+    return got
+
+
+def pack_per(scalars: tuple, parts: tuple) -> np.ndarray:
+    """The per-preemptor buffer [size] int64 (writable) from ``scalars``
+    (ints or bools in ``PER_SCALARS`` order) and ``parts`` (integer or bool
+    arrays in ``PER_PARTS`` order, of its dimensions): the scalars, the
+    header (kept by the parts' shapes: ``_per_layout``), each part's
+    values in C order.  Joined as bytes (a part's ``tobytes`` is C order
+    whatever its dimensions): a few small parts, so per-call NumPy costs
+    (reshape, concatenation's checks) are what this saves."""
+    if len(scalars) != len(PER_SCALARS) or len(parts) != len(PER_PARTS):
+        raise ValueError(f"per-preemptor buffer: {len(scalars)} scalars and {len(parts)} "
+                         f"parts, want {len(PER_SCALARS)} and {len(PER_PARTS)}")
+    parts = [a if isinstance(a, np.ndarray) and a.dtype == _I64 else _as_i64(name, a)
+             for (name, _nd), a in zip(PER_PARTS, parts)]
+    shapes = tuple([a.shape for a in parts])
+    head = _PER_LAYOUTS.get(shapes)
+    if head is None:
+        head = _per_layout(shapes)
+    try:
+        first = _SCALARS.pack(*scalars)
+    except struct.error:            # NumPy scalars: as Python ints
+        first = _SCALARS.pack(*[int(v) for v in scalars])
+    return np.frombuffer(bytearray().join([first, head] + [a.tobytes() for a in parts]),
+                         np.int64)
+
+
+def _as_i64(name: str, a) -> np.ndarray:
+    """Part ``name`` as int64 (integers or bools only)."""
+    a = np.asarray(a)
+    if a.dtype.kind not in "biu":
+        raise ValueError(f"per-preemptor part {name}: dtype {a.dtype}, want integers or bools")
+    return a.astype(np.int64)
 
 
 def work_layout(m: int, k: int, c: int, n_spread: int, n_ia: int, p: int,

@@ -451,12 +451,10 @@ class DeviceVictims:
         n_spread, n_ia = counts.sp_scalars.shape[0], counts.ia_code.shape[0]
         nodes, doms = self.probe_tables(counts)
         visit, offset = self._visit_order(rows, visit)
-        per = _counts_cuda.pack_per(
-            {"n_spread": n_spread, "ia_self": counts.ia_self, "ia_first": counts.ia_first,
-             "check_ports": check_ports, "any_pdb": any_pdb, "offset": offset},
-            {"fit_cols": fit_cols, "fit_want": fit_want,
-             "ia_code": counts.ia_code, "ia_pos": counts.ia_pos,
-             "class_match": counts.class_match, "sp_scalars": counts.sp_scalars})
+        per = _counts_cuda.pack_per(      # in PER_SCALARS' and PER_PARTS' order
+            (n_spread, counts.ia_self, counts.ia_first, check_ports, any_pdb, offset),
+            (fit_cols, fit_want, counts.ia_code, counts.ia_pos, counts.class_match,
+             counts.sp_scalars))
         if self._per is None or self._per.shape[0] < per.shape[0]:
             self._per = self._cuda.device_array(
                 max(per.shape[0], 2 * (0 if self._per is None else self._per.shape[0])),
