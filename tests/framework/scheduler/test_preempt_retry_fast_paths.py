@@ -1,0 +1,130 @@
+"""A preemptor's retry (direct mode, ``SchedulingCycle._preempt_and_retry``)
+leaves what the slow way leaves: the row check that the victim search
+already proved is left out (``trust_victim_search``).  Random clusters of
+low-priority pods, preemptors of several shapes (host ports, spread
+constraints: a host filter, pods that fit nowhere), with and without a
+grace period, a subscriber and a subscriber that binds a pod when it
+hears of an eviction: the outcomes, every event, the bound pods, what a
+state listener hears and the metrics are the same; where the check is
+left out it would have answered True; the fast way is taken (counted)."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from support.heard_pods import bound_state, watch
+from support.preemption import HOST, preemption_node, preemption_pod
+from tensorsched.framework.preemption import evaluator as E
+from tensorsched.framework.scheduler import schedule_one as S1
+from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.framework.scheduler.scheduler import Scheduler
+
+
+@st.composite
+def workloads(draw):
+    n = draw(st.integers(1, 5))
+    objs = []
+    for i in range(n):
+        objs.append(preemption_node(f"n{i}", draw(st.sampled_from([300, 500, 1000])),
+                                    draw(st.sampled_from([3, 6, 20])), f"z{i % 2}"))
+        for k in range(draw(st.integers(0, 5))):
+            objs.append(preemption_pod(
+                f"low-{i}-{k}", f"n{i}", prio=draw(st.integers(0, 3)),
+                cpu=draw(st.sampled_from([50, 100, 200])), app=draw(st.sampled_from("ab")),
+                start=draw(st.integers(0, 50)),
+                port=draw(st.sampled_from([None, None, 8080]))))
+    pending = []
+    for j in range(draw(st.integers(1, 6))):
+        kind = draw(st.integers(0, 5))
+        pending.append(preemption_pod(
+            f"high-{j}", prio=draw(st.integers(2, 9)),
+            cpu=draw(st.sampled_from([100, 250, 400, 2000])), app=draw(st.sampled_from("ab")),
+            port=8080 if kind == 1 else None,
+            spread=[(HOST, 1, "a")] if kind == 2 else ()))
+    return objs, pending, draw(st.sampled_from([0.0, 0.0, 0.0, 5.0])), draw(st.integers(0, 2))
+
+
+def _play(case, seed: int, fast: bool, proved: list) -> dict:
+    objs, pending, grace, listen = case
+    sched = Scheduler(build_cluster(objs), "numba", seed, batch=False,
+                      termination_grace_seconds=grace)
+    sched.cycle.trust_victim_search = fast
+    state = sched.cluster.state
+    heard, events = watch(sched, listen >= 1)
+    if listen == 2:
+        # a subscriber that changes the state when it hears of an eviction
+        extra = iter(range(1000))
+
+        def bind_one(e):
+            node = e["node"]
+            if node is not None and node in state.node_rows:
+                k = next(extra)
+                state.add_pod(sched.cluster.resolve(
+                    preemption_pod(f"late-{k}", node, prio=10, cpu=50)), node)
+        sched.subscribe("Preempted", bind_one)
+    cycle = sched.cycle
+    proof = cycle._retry_proved
+
+    def checked(outcome, version):
+        got = proof(outcome, version)
+        if got:                         # the row check would have said the same
+            state = cycle.state
+            node = outcome.nominated_node
+            proved.append(E.fits_on_row(state, outcome.query, state.node_rows[node],
+                                        outcome.host_filters))
+        return got
+    cycle._retry_proved = checked
+    out = [sched.schedule_one(sched.cluster.resolve(p)) for p in pending]
+    metrics = sched.metrics()
+    metrics.pop("stage_seconds")
+    metrics["plugin_seconds"] = sorted(metrics["plugin_seconds"])
+    return {"outcomes": [(b.pod, b.node, b.message, b.nominated_node, b.victims) for b in out],
+            "events": events, **bound_state(state), "heard": heard.events,
+            "metrics": metrics, "terminating": sorted(k for _d, _s, k in cycle.terminating)}
+
+
+@settings(max_examples=80, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(workloads(), st.integers(0, 2**31))
+def test_a_trusted_victim_search_equals_the_row_checked(case, seed):
+    proved: list = []
+    fast = _play(case, seed, True, proved)
+    assert fast == _play(case, seed, False, [])
+    assert all(proved)
+
+
+def test_the_row_check_is_left_out_where_the_search_proved_it(monkeypatch):
+    """Without host filters the retry binds on the search's word; with a
+    spread constraint (a host filter), a grace period or a subscriber that
+    binds a pod on the node meanwhile, the row is checked."""
+    calls = []
+    fits = S1.fits_on_row
+
+    def counted(*a, **k):
+        calls.append(1)
+        return fits(*a, **k)
+    monkeypatch.setattr(S1, "fits_on_row", counted)
+
+    def run(spread=(), grace=0.0, meddle=False):
+        objs = [preemption_node("n0", 300, 20, "z0")]
+        objs += [preemption_pod(f"low-{k}", "n0", prio=0, cpu=100) for k in range(3)]
+        sched = Scheduler(build_cluster(objs), "numba", 0, batch=False,
+                          termination_grace_seconds=grace)
+        if meddle:
+            sched.subscribe("Preempted", lambda e: sched.cluster.state.add_pod(
+                sched.cluster.resolve(preemption_pod("late", "n0", prio=10, cpu=1)), "n0")
+                if "default/late" not in sched.cluster.state.pods else None)
+        calls.clear()
+        b = sched.schedule_one(sched.cluster.resolve(
+            preemption_pod("high", prio=5, cpu=150, spread=spread)))
+        return b, len(calls)
+
+    b, n = run()
+    assert (b.node, b.victims, n) == ("n0", ["default/low-1", "default/low-2"], 0)
+    b, n = run(spread=[(HOST, 1, "a")])
+    assert (b.node, n) == ("n0", 1)
+    b, n = run(grace=5.0)
+    assert (b.node, n) == (None, 1)                 # the victims are still terminating
+    b, n = run(meddle=True)
+    assert (b.node, n) == ("n0", 1)
