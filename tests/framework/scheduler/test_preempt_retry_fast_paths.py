@@ -2,8 +2,9 @@
 leaves what the slow way leaves: the row check that the victim search
 already proved is left out (``trust_victim_search``).  Random clusters of
 low-priority pods, preemptors of several shapes (host ports, spread
-constraints: a host filter, pods that fit nowhere), with and without a
-grace period, a subscriber and a subscriber that binds a pod when it
+constraints: a host filter, pods that fit nowhere), some nominated first
+through the queue (their pods counted by the later cycles' searches),
+with and without a grace period, a subscriber and a subscriber that binds a pod when it
 hears of an eviction: the outcomes, every event, the bound pods, what a
 state listener hears and the metrics are the same; where the check is
 left out it would have answered True; the fast way is taken (counted)."""
@@ -42,11 +43,12 @@ def workloads(draw):
             cpu=draw(st.sampled_from([100, 250, 400, 2000])), app=draw(st.sampled_from("ab")),
             port=8080 if kind == 1 else None,
             spread=[(HOST, 1, "a")] if kind == 2 else ()))
-    return objs, pending, draw(st.sampled_from([0.0, 0.0, 0.0, 5.0])), draw(st.integers(0, 2))
+    return (objs, pending, draw(st.sampled_from([0.0, 0.0, 0.0, 5.0])),
+            draw(st.sampled_from([0, 0, 1, 1, 2])), draw(st.integers(0, 2)))
 
 
 def _play(case, seed: int, fast: bool, proved: list) -> dict:
-    objs, pending, grace, listen = case
+    objs, pending, grace, listen, queued = case
     sched = Scheduler(build_cluster(objs), "numba", seed, batch=False,
                       termination_grace_seconds=grace)
     sched.cycle.trust_victim_search = fast
@@ -75,16 +77,24 @@ def _play(case, seed: int, fast: bool, proved: list) -> dict:
                                         outcome.host_filters))
         return got
     cycle._retry_proved = checked
-    out = [sched.schedule_one(sched.cluster.resolve(p)) for p in pending]
+    # the first ``queued`` preemptors go through the queue: nominated (and
+    # backing off) when they preempt, counted by the later ones' cycles
+    out = []
+    for p in pending[:queued]:
+        sched.queue.add(sched.cluster.resolve(p))
+        out.append(sched.schedule_one())
+    out += [sched.schedule_one(sched.cluster.resolve(p)) for p in pending[queued:]]
+    out = [b for b in out if b is not None]
     metrics = sched.metrics()
     metrics.pop("stage_seconds")
     metrics["plugin_seconds"] = sorted(metrics["plugin_seconds"])
     return {"outcomes": [(b.pod, b.node, b.message, b.nominated_node, b.victims) for b in out],
             "events": events, **bound_state(state), "heard": heard.events,
-            "metrics": metrics, "terminating": sorted(k for _d, _s, k in cycle.terminating)}
+            "metrics": metrics, "terminating": sorted(k for _d, _s, k in cycle.terminating),
+            "nominated": sorted(sched.nominator.node_of.items())}
 
 
-@settings(max_examples=80, deadline=None, derandomize=True,
+@settings(max_examples=120, deadline=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
 @given(workloads(), st.integers(0, 2**31))
 def test_a_trusted_victim_search_equals_the_row_checked(case, seed):
@@ -128,3 +138,38 @@ def test_the_row_check_is_left_out_where_the_search_proved_it(monkeypatch):
     assert (b.node, n) == (None, 1)                 # the victims are still terminating
     b, n = run(meddle=True)
     assert (b.node, n) == ("n0", 1)
+
+
+def test_a_nominated_pod_counted_by_the_search_keeps_the_proof(monkeypatch):
+    """A preemptor nominated through the queue (its victims gone, itself
+    backing off) is counted on its node by a later preemptor's search,
+    which then preempts on the other node and binds there without the row
+    check, as the row check would have bound it."""
+    calls = []
+    fits = S1.fits_on_row
+
+    def counted(*a, **k):
+        calls.append(1)
+        return fits(*a, **k)
+    monkeypatch.setattr(S1, "fits_on_row", counted)
+
+    def run(fast):
+        objs = [preemption_node(f"n{i}", 300, 20, "z0") for i in range(2)]
+        objs += [preemption_pod(f"low-{i}-{k}", f"n{i}", prio=0, cpu=100, start=k)
+                 for i in range(2) for k in range(3)]
+        sched = Scheduler(build_cluster(objs), "numba", 0, batch=False)
+        sched.cycle.trust_victim_search = fast
+        sched.queue.add(sched.cluster.resolve(preemption_pod("first", prio=9, cpu=250)))
+        first = sched.schedule_one()
+        calls.clear()
+        b = sched.schedule_one(sched.cluster.resolve(preemption_pod("second", prio=5, cpu=250)))
+        return ((first.pod, first.node, first.nominated_node, first.victims),
+                (b.pod, b.node, b.nominated_node, b.victims),
+                dict(sched.nominator.node_of), bound_state(sched.cluster.state)), len(calls)
+
+    fast, n_fast = run(True)
+    slow, n_slow = run(False)
+    assert fast == slow and (n_fast, n_slow) == (0, 1)
+    first, second, nominated, _ = fast
+    assert first[1] is None and nominated == {"default/first": first[2]}
+    assert second[1] == second[2] != first[2]
