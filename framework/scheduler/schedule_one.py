@@ -524,24 +524,32 @@ class SchedulingCycle:
         """Whether DefaultPreemption's victim search already proved that
         the preemptor fits on its nominated node now that the victims are
         gone (``_evict`` from state ``version``), so that ``fits_on_row``
-        would answer True there.  Holds when no host filter ran
-        (``outcome.host_filters`` empty: "fits" is the fused filter core
-        alone, ``victims._core``'s ``node_reasons``, which the search found
-        0 on that row with the victims' requests and ports taken off); no
-        grace period (the victims left the state); and the state changed
-        by exactly the victims' removals since (a listener or subscriber
-        that wrote anything else moves ``version`` further).  Between the
-        search and here the cycle only took its nominated pods back out,
-        and the search counted them (and those the overlay counts): the
-        fused filters ask only for requested resources, the pod count and
-        host ports besides node columns pods never touch, and fewer pods
-        on a row never fail a node those passed on.  Host filters
-        (PodTopologySpread, InterPodAffinity) are not monotone in the pods
-        counted (a nominated pod elsewhere raises a domain minimum), so
-        with any of them the row is checked."""
-        return (self.trust_victim_search and outcome.query is not None
-                and not outcome.host_filters and self.termination_grace_seconds <= 0
-                and self.state.version == version + len(outcome.victims))
+        would answer True there.  First: no grace period (the victims left
+        the state) and the state changed by exactly the victims' removals
+        since (a listener or subscriber that wrote anything else moves
+        ``version`` further).  Between the search and here the cycle only
+        took its nominated pods back out (those it added; the overlay's
+        were never in).  Then either
+
+        * no host filter ran (``outcome.host_filters`` empty): "fits" is
+          the fused filter core alone (``victims._core``'s
+          ``node_reasons``), which the search found 0 on that row with
+          the victims' requests and ports taken off and the nominated pods
+          counted; those filters ask only for requested resources, the pod
+          count and host ports besides node columns pods never touch, and
+          fewer pods on a row never fail a node that more passed; or
+        * no pod is nominated: the search ran every filter, host ones
+          included (exactly: the search on counts or ``HostVictimSearch``),
+          on this very state (the victims taken off, nothing counted
+          besides).  With nominated pods the host filters (PodTopologySpread,
+          InterPodAffinity) are not monotone in the pods counted (a
+          nominated pod elsewhere raises a domain minimum): the row is
+          checked."""
+        if not (self.trust_victim_search and outcome.query is not None
+                and self.termination_grace_seconds <= 0
+                and self.state.version == version + len(outcome.victims)):
+            return False
+        return not outcome.host_filters or not self.nominator.node_of
 
     def _preempt_and_retry(self, fw: Framework, pod: PodRecord, outcome) -> Binding:
         """Direct mode: delete the victims, then place the preemptor on its

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from support.heard_pods import bound_state, watch
 from support.preemption import HOST, preemption_node, preemption_pod
 from tensorsched.framework.preemption import evaluator as E
+from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler import schedule_one as S1
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
@@ -66,7 +67,12 @@ def _play(case, seed: int, fast: bool, proved: list) -> dict:
                     preemption_pod(f"late-{k}", node, prio=10, cpu=50)), node)
         sched.subscribe("Preempted", bind_one)
     cycle = sched.cycle
-    proof = cycle._retry_proved
+    proof, retry = cycle._retry_proved, cycle._preempt_and_retry
+    now = []
+
+    def retrying(fw, pod, outcome):
+        now[:] = [fw, pod]
+        return retry(fw, pod, outcome)
 
     def checked(outcome, version):
         got = proof(outcome, version)
@@ -74,9 +80,11 @@ def _play(case, seed: int, fast: bool, proved: list) -> dict:
             state = cycle.state
             node = outcome.nominated_node
             proved.append(E.fits_on_row(state, outcome.query, state.node_rows[node],
-                                        outcome.host_filters))
+                                        outcome.host_filters,
+                                        CycleContext(state, now[1], now[0])))
         return got
     cycle._retry_proved = checked
+    cycle._preempt_and_retry = retrying
     # the first ``queued`` preemptors go through the queue: nominated (and
     # backing off) when they preempt, counted by the later ones' cycles
     out = []
@@ -104,10 +112,61 @@ def test_a_trusted_victim_search_equals_the_row_checked(case, seed):
     assert all(proved)
 
 
+APPS = st.sampled_from("ab")
+KEYS = st.sampled_from(["zone", HOST, "rack"])
+
+
+@st.composite
+def host_filter_workloads(draw):
+    """Preemptors with spread constraints and pod (anti-)affinity (host
+    filters) on nodes in zones and racks, some tainted, among low pods
+    of two apps, some with anti-affinity of their own."""
+    n = draw(st.integers(1, 6))
+    objs = []
+    for i in range(n):
+        node = preemption_node(f"n{i}", draw(st.sampled_from([300, 500])), 20,
+                               draw(st.sampled_from(["z1", "z2", "z3", None])))
+        if draw(st.booleans()):
+            node["metadata"]["labels"]["rack"] = draw(st.sampled_from(["r1", "r2"]))
+        if draw(st.integers(0, 5)) == 0:
+            node["spec"] = {"taints": [{"key": "t", "value": "x", "effect": "NoSchedule"}]}
+        objs.append(node)
+        for k in range(draw(st.integers(0, 5))):
+            anti = (HOST, draw(APPS)) if draw(st.integers(0, 6)) == 0 else None
+            objs.append(preemption_pod(f"low-{i}-{k}", f"n{i}", prio=draw(st.integers(0, 2)),
+                                       cpu=draw(st.sampled_from([50, 100, 200])),
+                                       app=draw(APPS), start=draw(st.integers(0, 50)),
+                                       anti=anti))
+    pending = []
+    for j in range(draw(st.integers(1, 5))):
+        spread = [(key, draw(st.integers(1, 2)), draw(APPS))
+                  for key in draw(st.lists(KEYS, max_size=2, unique=True))]
+        kind = draw(st.sampled_from(["none", "anti", "aff"]))
+        pending.append(preemption_pod(
+            f"high-{j}", prio=draw(st.integers(3, 9)),
+            cpu=draw(st.sampled_from([100, 250, 400])), app=draw(APPS), spread=spread,
+            anti=(draw(KEYS), draw(APPS)) if kind == "anti" else None,
+            aff=(draw(KEYS), draw(APPS)) if kind == "aff" else None))
+    return objs, pending, 0.0, draw(st.sampled_from([0, 1])), draw(st.sampled_from([0, 0, 1]))
+
+
+@settings(max_examples=120, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(host_filter_workloads(), st.integers(0, 2**31))
+def test_a_trusted_search_with_host_filters_equals_the_row_checked(case, seed):
+    """Where no pod is nominated the search ran the host filters on the
+    state the retry sees: where it proved the fit, the row check agrees."""
+    proved: list = []
+    fast = _play(case, seed, True, proved)
+    assert fast == _play(case, seed, False, [])
+    assert all(proved)
+
+
 def test_the_row_check_is_left_out_where_the_search_proved_it(monkeypatch):
-    """Without host filters the retry binds on the search's word; with a
-    spread constraint (a host filter), a grace period or a subscriber that
-    binds a pod on the node meanwhile, the row is checked."""
+    """Where no pod is nominated the retry binds on the search's word, a
+    spread constraint (a host filter) or not; with a grace period or a
+    subscriber that binds a pod on the node meanwhile, the row is
+    checked."""
     calls = []
     fits = S1.fits_on_row
 
@@ -133,7 +192,7 @@ def test_the_row_check_is_left_out_where_the_search_proved_it(monkeypatch):
     b, n = run()
     assert (b.node, b.victims, n) == ("n0", ["default/low-1", "default/low-2"], 0)
     b, n = run(spread=[(HOST, 1, "a")])
-    assert (b.node, n) == ("n0", 1)
+    assert (b.node, n) == ("n0", 0)
     b, n = run(grace=5.0)
     assert (b.node, n) == (None, 1)                 # the victims are still terminating
     b, n = run(meddle=True)
@@ -153,7 +212,7 @@ def test_a_nominated_pod_counted_by_the_search_keeps_the_proof(monkeypatch):
         return fits(*a, **k)
     monkeypatch.setattr(S1, "fits_on_row", counted)
 
-    def run(fast):
+    def run(fast, spread=()):
         objs = [preemption_node(f"n{i}", 300, 20, "z0") for i in range(2)]
         objs += [preemption_pod(f"low-{i}-{k}", f"n{i}", prio=0, cpu=100, start=k)
                  for i in range(2) for k in range(3)]
@@ -162,7 +221,8 @@ def test_a_nominated_pod_counted_by_the_search_keeps_the_proof(monkeypatch):
         sched.queue.add(sched.cluster.resolve(preemption_pod("first", prio=9, cpu=250)))
         first = sched.schedule_one()
         calls.clear()
-        b = sched.schedule_one(sched.cluster.resolve(preemption_pod("second", prio=5, cpu=250)))
+        b = sched.schedule_one(sched.cluster.resolve(
+            preemption_pod("second", prio=5, cpu=250, spread=spread)))
         return ((first.pod, first.node, first.nominated_node, first.victims),
                 (b.pod, b.node, b.nominated_node, b.victims),
                 dict(sched.nominator.node_of), bound_state(sched.cluster.state)), len(calls)
@@ -173,3 +233,7 @@ def test_a_nominated_pod_counted_by_the_search_keeps_the_proof(monkeypatch):
     first, second, nominated, _ = fast
     assert first[1] is None and nominated == {"default/first": first[2]}
     assert second[1] == second[2] != first[2]
+    # a host filter with a pod nominated: the row is checked
+    fast, n_fast = run(True, spread=[("zone", 5, "a")])
+    slow, n_slow = run(False, spread=[("zone", 5, "a")])
+    assert fast == slow and (n_fast, n_slow) == (1, 1) and fast[1][1] is not None
