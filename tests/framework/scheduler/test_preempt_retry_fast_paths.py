@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from support.heard_pods import bound_state, watch
 from support.preemption import HOST, preemption_node, preemption_pod
-from tensorsched.framework.preemption import evaluator as E
+from tensorsched.framework.preemption.evaluator import fits_on_row
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler import schedule_one as S1
 from tensorsched.framework.scheduler.cluster import build_cluster
@@ -79,9 +79,9 @@ def _play(case, seed: int, fast: bool, proved: list) -> dict:
         if got:                         # the row check would have said the same
             state = cycle.state
             node = outcome.nominated_node
-            proved.append(E.fits_on_row(state, outcome.query, state.node_rows[node],
-                                        outcome.host_filters,
-                                        CycleContext(state, now[1], now[0])))
+            proved.append(fits_on_row(state, outcome.query, state.node_rows[node],
+                                      outcome.host_filters,
+                                      CycleContext(state, now[1], now[0])))
         return got
     cycle._retry_proved = checked
     cycle._preempt_and_retry = retrying
