@@ -141,6 +141,11 @@ class SchedulingCycle:
         # (``FailureMemory.holds``); False: always at the start (the oracle
         # of the tests).
         self.defer_failure_keys = True
+        # A preemptor whose victim search proved it fits on the nominated
+        # node once the victims are gone is bound there without checking
+        # the row again (``_retry_proved``); False: always checked (the
+        # oracle of the tests).
+        self.trust_victim_search = True
         self._seq = itertools.count(1)
 
     # ------------------------------------------------------ nominated pods
@@ -515,19 +520,52 @@ class SchedulingCycle:
         self.outcomes[pod.key] = b
         return b
 
+    def _retry_proved(self, outcome, version: int) -> bool:
+        """Whether DefaultPreemption's victim search already proved that
+        the preemptor fits on its nominated node now that the victims are
+        gone (``_evict`` from state ``version``), so that ``fits_on_row``
+        would answer True there.  First: no grace period (the victims left
+        the state) and the state changed by exactly the victims' removals
+        since (a listener or subscriber that wrote anything else moves
+        ``version`` further).  Between the search and here the cycle only
+        took its nominated pods back out (those it added; the overlay's
+        were never in).  Then either
+
+        * no host filter ran (``outcome.host_filters`` empty): "fits" is
+          the fused filter core alone (``victims._core``'s
+          ``node_reasons``), which the search found 0 on that row with
+          the victims' requests and ports taken off and the nominated pods
+          counted; those filters ask only for requested resources, the pod
+          count and host ports besides node columns pods never touch, and
+          fewer pods on a row never fail a node that more passed; or
+        * no pod is nominated: the search ran every filter, host ones
+          included (exactly: the search on counts or ``HostVictimSearch``),
+          on this very state (the victims taken off, nothing counted
+          besides).  With nominated pods the host filters (PodTopologySpread,
+          InterPodAffinity) are not monotone in the pods counted (a
+          nominated pod elsewhere raises a domain minimum): the row is
+          checked."""
+        if not (self.trust_victim_search and outcome.query is not None
+                and self.termination_grace_seconds <= 0
+                and self.state.version == version + len(outcome.victims)):
+            return False
+        return not outcome.host_filters or not self.nominator.node_of
+
     def _preempt_and_retry(self, fw: Framework, pod: PodRecord, outcome) -> Binding:
         """Direct mode: delete the victims, then place the preemptor on its
-        nominated node if it fits there now (else one more full cycle)."""
+        nominated node if it fits there now (``_retry_proved``, else the
+        row checked: ``fits_on_row``), else one more full cycle."""
         state = self.state
         node = outcome.nominated_node
+        version = state.version
         self._evict(outcome.victims, node, pod)
         self.metrics.preemptions += 1
         preempted_for = self.binding.preempted_for
         preempted_for[pod.key] = (node, list(outcome.victims))
-        if outcome.query is not None and fits_on_row(state, outcome.query,
-                                                     state.node_rows[node],
-                                                     outcome.host_filters,
-                                                     CycleContext(state, pod, fw)):
+        if outcome.query is not None and (
+                self._retry_proved(outcome, version)
+                or fits_on_row(state, outcome.query, state.node_rows[node],
+                               outcome.host_filters, CycleContext(state, pod, fw))):
             b = self.binding.assume_and_permit(fw, pod, node, None)
         else:
             result = fw.run_cycle(state, pod, seed=self.seed, attempt=self.counters.attempts,

@@ -652,7 +652,12 @@ class ClusterState:
         if entry is None:
             raise StateError(f"Pod {key}: not in the cluster state")
         record, row = entry.record, entry.node_row
-        self.priorities.remove(record.priority or 0)
+        prios, prio = self.priorities, record.priority or 0
+        left = prios[prio] - 1          # PriorityCounts.remove, inline: once per pod
+        if left:
+            prios[prio] = left
+        else:
+            del prios[prio]
         req, (cpu, memory) = entry.shape
         self.requested[row, : req.shape[0]] -= req
         nonzero = self.nonzero_requested

@@ -92,6 +92,11 @@ class VolumeCatalog:
         return self
 
     def on_pod(self, pod, row: int, sign: int) -> None:
+        # a pod whose manifest lists no volumes (most) has none: no parse
+        # and no memo entry per pod (``pod_volumes`` keeps one per name)
+        spec = pod.obj.get("spec") if isinstance(pod.obj, dict) else None
+        if not (isinstance(spec, dict) and spec.get("volumes")):
+            return
         vols = pod_volumes(pod)
         if not vols:
             return

@@ -1,0 +1,89 @@
+"""A preemptor's retry with and without the row check the victim search
+already proved (``SchedulingCycle.trust_victim_search``), compared in one
+process: the host's share of each preemptor as ``bench.preempt_host``
+times it (cuda under the simulator, every launch a host stand-in with the
+kernels' outputs: ``--stub-all``; the kernels taken out), the flag set
+for blocks of ``--block`` preemptors in turn and the first preemptor of
+each block left out (the one after a switch: what the previous block
+left warm or cold is not its own).  Two processes of two trees differ by
+more than their code on a shared machine (single rounds of one workload
+vary by up to half); in one process, blocks taking turns, both sides see
+the same machine.
+
+python -m tensorsched.bench.preempt_retry_paired --workload preemption-spread
+        [--nodes 10000] [--pods 60] [--block 10] [--output FILE]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
+import argparse      # noqa: E402
+import json          # noqa: E402
+
+import numpy as np   # noqa: E402
+
+
+def run(workload: str, nodes: int, pods: int, block: int) -> dict:
+    """The record of one paired run (module doc)."""
+    from tensorsched.bench import preempt_host as PH
+    from tensorsched.framework.scheduler.scheduler import Scheduler
+    one = Scheduler.schedule_one
+    sides: list = []            # per call: (trusted, first of its block)
+
+    def schedule_one(self, pod=None):
+        i = len(sides)
+        trusted = (i // block) % 2 == 0
+        self.cycle.trust_victim_search = trusted
+        sides.append((trusted, i % block == 0))
+        return one(self, pod)
+    Scheduler.schedule_one = schedule_one
+    try:
+        rec = PH.run(workload, nodes, pods, stub_victims=True, stub_cycle=True,
+                     stub_rest=True, items=False)
+    finally:
+        Scheduler.schedule_one = one
+    host = rec["host_us_per_attempt"]["each"]
+    timed = sides[len(sides) - len(host):]      # the bench's timed attempts
+    got = {}
+    for name, want in (("trusted", True), ("checked", False)):
+        each = [h for h, (t, first) in zip(host, timed) if t == want and not first]
+        got[name] = {"attempts": len(each),
+                     "host_us_p50": round(float(np.median(each)), 1) if each else None,
+                     "host_us_mean": round(float(np.mean(each)), 1) if each else None,
+                     "each": each}
+    return {"bench": "host CPU microseconds a preemptor, the retry's row check left out "
+                     "where the victim search proved the fit (trusted) or made (checked), "
+                     "blocks taking turns in one process (bench.preempt_retry_paired)",
+            "workload": workload, "nodes": nodes, "pods": pods, "block": block,
+            "backend": "cuda", "simulator": os.environ.get("NUMBA_ENABLE_CUDASIM") == "1",
+            "stub_all": True, **got,
+            "placements_sha256": rec["placements_sha256"], "preemptions": rec["preemptions"],
+            **{k: rec[k] for k in ("seed", "commit", "machine", "timestamp", "load")}}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workload", default="preemption",
+                    choices=("preemption", "preemption-spread", "preemption-antiaffinity"))
+    ap.add_argument("--nodes", type=int, default=10_000)
+    ap.add_argument("--pods", type=int, default=60)
+    ap.add_argument("--block", type=int, default=10,
+                    help="preemptors a side takes in turn (the first of each left out)")
+    ap.add_argument("--output", default=None)
+    args = ap.parse_args(argv)
+    if args.block < 2 or args.pods < 2 * args.block:
+        ap.error("--block must be at least 2 and --pods at least twice --block")
+    rec = run(args.workload, args.nodes, args.pods, args.block)
+    text = json.dumps(rec, indent=1)
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
