@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tensorsched.framework.plugins import dynamic_resources as D
+from tensorsched.framework.plugins import dynamic_resources as dr
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.runtime.status import Code, Status
 from tensorsched.framework.scheduler.cluster import build_cluster
@@ -36,7 +36,7 @@ def _play(nodes: int, low: list, high: list, seed: int, shared: bool) -> dict:
             for k, (cpu, prio) in enumerate(high)]
     for p in pods:
         fw = sched.cluster.framework_for(sched.cluster.resolve(p), "numba")
-        fw.plugins[D.NAME].share_no_claims_status = shared
+        fw.plugins[dr.NAME].share_no_claims_status = shared
     out, preemptions = sched.schedule_pending(pods)
     metrics = sched.metrics()
     metrics.pop("stage_seconds")
@@ -66,14 +66,14 @@ def test_the_no_claims_status_is_shared_and_the_result_fresh():
     cluster = build_cluster([node_dict("n0", cpu="1")])
     rec = cluster.resolve(pod_dict("p", cpu="2", priority=10))
     fw = cluster.framework_for(rec, "numba")
-    plugin = fw.plugins[D.NAME]
+    plugin = fw.plugins[dr.NAME]
     ctx = CycleContext(cluster.state, rec, fw)
     a = plugin.post_filter(ctx, None, None)
     b = plugin.post_filter(ctx, None, None)
-    assert a.status is D._NO_CLAIMS and b.status is D._NO_CLAIMS
+    assert a.status is dr._NO_CLAIMS and b.status is dr._NO_CLAIMS
     assert a is not b and a.victims is not b.victims
     assert a.nominated_node is None
-    assert a.status == Status(Code.UNSCHEDULABLE, (), D.NAME)
+    assert a.status == Status(Code.UNSCHEDULABLE, (), dr.NAME)
     plugin.share_no_claims_status = False
     c = plugin.post_filter(ctx, None, None)
-    assert c.status == a.status and c.status is not D._NO_CLAIMS
+    assert c.status == a.status and c.status is not dr._NO_CLAIMS
