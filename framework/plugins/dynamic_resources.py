@@ -106,6 +106,10 @@ CLAIM_DEALLOCATED = RESOURCE_CLAIM_UPDATE
 
 
 _CANNOT_ALLOCATE = unresolvable(MSG_CANNOT_ALLOCATE)
+# PostFilter's status for a pod without claims (nothing to deallocate): one
+# frozen object, not one built per failed preemptor cycle (the plugin runs
+# ahead of DefaultPreemption for every such pod)
+_NO_CLAIMS = Status(Code.UNSCHEDULABLE, (), NAME)
 
 
 def _every_claim(_record) -> bool:
@@ -191,6 +195,9 @@ class DynamicResources(Plugin):
     # a compiled run (they sign None): for every pod of a run they accept
     # at once and change nothing.
     run_safe = True
+    # False: PostFilter builds its no-claims status afresh per call (the
+    # tests' oracle for the shared ``_NO_CLAIMS``)
+    share_no_claims_status = True
     # EventsToRegister: nodes added or relabelled; claims deallocated or
     # updated, which here follows a bound pod leaving (or updated) or
     # PostFilter (``CLAIM_DEALLOCATED``); slices and classes are fixed once
@@ -619,7 +626,9 @@ class DynamicResources(Plugin):
     def post_filter(self, ctx, result, victims, *, seed: int = 0, attempt: int = 0):
         pod = ctx.pod
         if not pod.resource_claims:
-            return PreemptionResult(None, status=Status(Code.UNSCHEDULABLE, (), NAME))
+            # a fresh result (callers may amend it), its status shared
+            return PreemptionResult(None, status=_NO_CLAIMS if self.share_no_claims_status
+                                    else Status(Code.UNSCHEDULABLE, (), NAME))
         cyc = self._cycles.get(pod.key)
         if cyc is None or not cyc.claims:
             return PreemptionResult(None, status=Status(
