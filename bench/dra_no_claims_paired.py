@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from tensorsched.bench import preemption as B
+from tensorsched.bench.preemption import run_preemption
 from tensorsched.framework.plugins import dynamic_resources as dr
 
 
@@ -42,7 +42,7 @@ def run(nodes: int, pods: int, rounds: int, variant: str = "") -> dict:
             for name, shared in (("after", True), ("before", False)):
                 side["shared"] = shared
                 del calls[:]
-                rec = B.run_preemption(nodes, pods, "numba", variant=variant)
+                rec = run_preemption(nodes, pods, "numba", variant=variant)
                 # the warm-up's call (first) is not a preemptor's
                 each = [round(c * 1e6, 2) for c in calls[1:]]
                 sides[name].append({
