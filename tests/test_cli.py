@@ -169,7 +169,8 @@ def test_schedule_queue_never_fits_prints_failed_scheduling(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.out.strip() == (
         "default/huge                     !! 0/3 nodes are available: 1 node(s) had untolerated "
-        "taint {k: v}, 2 Insufficient cpu. preemption: 0/3 nodes are available: 1 Preemption "
+        "taint {k: v}, 2 Insufficient cpu. no new claims to deallocate, preemption: 0/3 nodes are "
+        "available: 1 Preemption "
         "is not helpful for scheduling, 2 No preemption victims found for incoming pod.")
     assert "scheduled 0/1 pods" in captured.err and "0 preemptions, 0 evictions" in captured.err
 

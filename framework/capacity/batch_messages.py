@@ -16,7 +16,8 @@ counted (Fit's one per bit: its text is one reason per bit), then, with
 DefaultPreemption in the profile, its PostFilter's outcome for a pod that
 can preempt nothing (the batch refuses one that could): every node whose
 status is UnschedulableAndUnresolvable "not helpful", the others "no
-victims", or preemptionPolicy Never's sentence.
+victims", or preemptionPolicy Never's sentence; with DynamicResources,
+its answer for a pod without claims ahead of it, in profile order.
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ from __future__ import annotations
 import numpy as np
 
 from tensorsched.framework.parsing.priorities import NEVER
+from tensorsched.framework.plugins.dynamic_resources import (
+    MSG_NO_CYCLE_STATE,
+    MSG_NO_NEW_CLAIMS,
+    NAME as DRA,
+    prefilter_reached,
+)
 from tensorsched.framework.preemption.evaluator import (
     NO_VICTIMS,
     NOT_ELIGIBLE_POLICY,
@@ -67,7 +74,13 @@ class FailureKeys:
         self.key_first = np.zeros(0, np.bool_)
         self.codes: list[int] = []
         self.s_key = np.zeros((0, 0), np.int64)
-        self.preempts = fw is not None and "DefaultPreemption" in fw.profile.names("postFilter")
+        post = fw.profile.names("postFilter") if fw is not None else ()
+        self.preempts = "DefaultPreemption" in post
+        # the PostFilter plugins whose answers the message holds, in profile
+        # order: DynamicResources' for a pod that passed PreFilter (the
+        # batch holds no pod with claims), DefaultPreemption's
+        self._post = [n for n in post if n in ("DefaultPreemption", DRA)]
+        self._dra_state = fw is not None and prefilter_reached(fw.profile, Status.OK)
         self._fit: dict[int, Status] = {}
         self._memo: dict = {}
 
@@ -161,16 +174,23 @@ class FailureKeys:
             table.append(self._fit_status(b))
             n.append(int(counts[k + b]))
         diag = Diagnosis(num_nodes, _statuses(table, n))
-        if self.preempts:
-            if never:
-                post = NOT_ELIGIBLE_POLICY
+        parts = []
+        for name in self._post:
+            if name == DRA:
+                if not self._dra_state:         # its Error ends the PostFilter plugins
+                    parts = [MSG_NO_CYCLE_STATE]
+                    break
+                parts.append(MSG_NO_NEW_CLAIMS)
+            elif never:
+                parts.append(NOT_ELIGIBLE_POLICY)
             else:
                 helps = num_nodes - unhelpful
                 pre = Diagnosis(num_nodes, _statuses(
                     [Status(Code.UNSCHEDULABLE, (NOT_HELPFUL,)),
                      Status(Code.UNSCHEDULABLE, (NO_VICTIMS,))], [unhelpful, helps]))
-                post = "preemption: " + pre.message()
-            diag.post_filter_msg = post.rstrip(".")
+                parts.append("preemption: " + pre.message())
+        if parts:
+            diag.post_filter_msg = ", ".join(parts)
         got = self._memo[key] = diag.message()
         return got
 

@@ -106,10 +106,34 @@ CLAIM_DEALLOCATED = RESOURCE_CLAIM_UPDATE
 
 
 _CANNOT_ALLOCATE = unresolvable(MSG_CANNOT_ALLOCATE)
-# PostFilter's status for a pod without claims (nothing to deallocate): one
-# frozen object, not one built per failed preemptor cycle (the plugin runs
-# ahead of DefaultPreemption for every such pod)
-_NO_CLAIMS = Status(Code.UNSCHEDULABLE, (), NAME)
+# PostFilter's status where this cycle's PreFilter recorded no claim (a pod
+# without claims, or one this plugin's PreFilter rejected or skipped):
+# upstream's message; one frozen object, not one built per failed
+# preemptor cycle (the plugin runs ahead of DefaultPreemption for every pod)
+MSG_NO_NEW_CLAIMS = "no new claims to deallocate"
+_NO_CLAIMS = Status(Code.UNSCHEDULABLE, (MSG_NO_NEW_CLAIMS,), NAME)
+# PostFilter's status where this plugin's PreFilter did not run in the cycle
+# (an earlier PreFilter rejected the pod, or the profile leaves it out):
+# upstream reads its cycle state and fails with the cycle state's error, an
+# Error that ends the PostFilter plugins (DefaultPreemption is not asked) and
+# whose text closes the FailedScheduling message ("... PersistentVolumeClaims.
+# not found")
+MSG_NO_CYCLE_STATE = "not found"
+_NO_CYCLE_STATE = Status(Code.ERROR, (MSG_NO_CYCLE_STATE,), NAME)
+
+
+def prefilter_reached(profile, prefilter_status: Status) -> bool:
+    """Whether the DynamicResources PreFilter ran in a cycle whose PreFilter
+    phase ended with ``prefilter_status`` under ``profile``: it is among
+    the profile's PreFilter plugins, and no plugin before it rejected (the
+    phase stops at the first rejection)."""
+    order = profile.names("preFilter")
+    if NAME not in order:
+        return False
+    if prefilter_status.ok or prefilter_status.plugin == NAME:
+        return True
+    by = prefilter_status.plugin
+    return by not in order or order.index(NAME) < order.index(by)
 
 
 def _every_claim(_record) -> bool:
@@ -625,14 +649,16 @@ class DynamicResources(Plugin):
     # ------------------------------------------------------------ PostFilter
     def post_filter(self, ctx, result, victims, *, seed: int = 0, attempt: int = 0):
         pod = ctx.pod
+        # a fresh result each call (callers may amend it), its status shared
+        if not prefilter_reached(ctx.framework.profile, result.prefilter_status):
+            return PreemptionResult(None, status=_NO_CYCLE_STATE)
         if not pod.resource_claims:
-            # a fresh result (callers may amend it), its status shared
             return PreemptionResult(None, status=_NO_CLAIMS if self.share_no_claims_status
-                                    else Status(Code.UNSCHEDULABLE, (), NAME))
+                                    else Status(Code.UNSCHEDULABLE, (MSG_NO_NEW_CLAIMS,), NAME))
         cyc = self._cycles.get(pod.key)
         if cyc is None or not cyc.claims:
             return PreemptionResult(None, status=Status(
-                Code.UNSCHEDULABLE, ("no new claims to deallocate",), NAME))
+                Code.UNSCHEDULABLE, (MSG_NO_NEW_CLAIMS,), NAME))
         store = claims_of(ctx.state)
         # upstream picks one at random among the unavailable claims; the
         # lowest index here, so that every run agrees

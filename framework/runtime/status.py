@@ -124,5 +124,8 @@ class Diagnosis:
             if parts:
                 msg += f" {', '.join(parts)}."
         if self.post_filter_msg:
-            msg += f" {self.post_filter_msg}."
+            # the PostFilter plugins' message as they gave it (preemption's
+            # ends with its own period; a plugin's Error text, "not found",
+            # has none), as upstream appends it
+            msg += f" {self.post_filter_msg}"
         return msg

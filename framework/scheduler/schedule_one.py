@@ -370,7 +370,7 @@ class SchedulingCycle:
             return binding
         diag = fw.diagnosis(ctx, result)
         if outcome is not None and outcome.message:
-            diag.post_filter_msg = outcome.message.rstrip(".")
+            diag.post_filter_msg = outcome.message
         msg = diag.message()
         metrics.timer.add("diagnosis", time.perf_counter() - t2)
         metrics.latencies.append(time.perf_counter() - t0)

@@ -281,9 +281,10 @@ def test_postfilter_rejects_gang_releases_and_backs_off():
     b = sched.schedule_one()                         # g2: no room, gang 2/3 -> all rejected
     assert b.pod == "default/g2" and b.node is None
     assert b.message == (
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
-        "1 No preemption victims found for incoming pod., PodGroup default/g gets rejected "
-        "due to Pod g2 is unschedulable even after PostFilter.")
+        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming "
+        "pod., PodGroup default/g gets rejected due to Pod g2 is unschedulable even after "
+        "PostFilter")
     assert not sched.waiting and not st.pods and st.requested[0, 0] == 0    # released
     assert sorted(e["pod"] for e in failed) == keys
     # one waiting member rejected here; its Unreserve rejects the other
@@ -324,7 +325,7 @@ def test_postfilter_leaves_gang_within_ten_percent_of_quorum():
     sched.add_pod(pod_dict("lone", cpu="1", memory="1Mi", created=20))
     b = sched.schedule_one()
     assert b.pod == "default/lone" and b.message.endswith(
-        "No preemption victims found for incoming pod., can not find pod group.")
+        "No preemption victims found for incoming pod., can not find pod group")
     check(sched, keys + ["default/lone"])
 
 

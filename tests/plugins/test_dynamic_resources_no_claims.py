@@ -68,12 +68,13 @@ def test_the_no_claims_status_is_shared_and_the_result_fresh():
     fw = cluster.framework_for(rec, "numba")
     plugin = fw.plugins[dr.NAME]
     ctx = CycleContext(cluster.state, rec, fw)
-    a = plugin.post_filter(ctx, None, None)
-    b = plugin.post_filter(ctx, None, None)
+    result = fw.run_cycle(cluster.state, rec)
+    a = plugin.post_filter(ctx, result, None)
+    b = plugin.post_filter(ctx, result, None)
     assert a.status is dr._NO_CLAIMS and b.status is dr._NO_CLAIMS
     assert a is not b and a.victims is not b.victims
     assert a.nominated_node is None
-    assert a.status == Status(Code.UNSCHEDULABLE, (), dr.NAME)
+    assert a.status == Status(Code.UNSCHEDULABLE, ("no new claims to deallocate",), dr.NAME)
     plugin.share_no_claims_status = False
-    c = plugin.post_filter(ctx, None, None)
+    c = plugin.post_filter(ctx, result, None)
     assert c.status == a.status and c.status is not dr._NO_CLAIMS

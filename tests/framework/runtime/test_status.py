@@ -71,8 +71,12 @@ def test_the_message_counts_reasons_sorted_as_text():
     ns = NodeStatuses(np.array([0, 1, 2]), np.array([0, 1, 1]), [cpu, both], NODES)
     d = Diagnosis(4, ns)
     assert d.message() == "0/4 nodes are available: 2 Insufficient memory, 3 Insufficient cpu."
-    d.post_filter_msg = "preemption: 0/4 nodes are available"
+    # the PostFilter message as given: upstream appends " %v" (preemption's
+    # own text ends with a period, an Error's "not found" with none)
+    d.post_filter_msg = "preemption: 0/4 nodes are available."
     assert d.message().endswith("3 Insufficient cpu. preemption: 0/4 nodes are available.")
+    d.post_filter_msg = "not found"
+    assert d.message().endswith("3 Insufficient cpu. not found")
     many = [SimpleNamespace(name=f"m{i}") for i in range(12)]
     ten = NodeStatuses(np.arange(12), np.array([0] * 10 + [1] * 2),
                        [Status(Code.UNSCHEDULABLE, ("b",)), Status(Code.UNSCHEDULABLE, ("a",))],

@@ -233,7 +233,7 @@ def test_alike_pods_that_fit_nowhere_fail_from_memory_after_the_first():
         assert outcomes == outcomes_off and events == events_off
         assert outcomes[0]["message"] == (
             "0/20 nodes are available: 20 node(s) didn't match pod anti-affinity rules. "
-            "preemption: 0/20 nodes are available: 20 No preemption victims found for "
+            "no new claims to deallocate, preemption: 0/20 nodes are available: 20 No preemption victims found for "
             "incoming pod.")
         assert on.attempts == off.attempts == 15
         assert on.queue.counts() == off.queue.counts() == {
@@ -264,7 +264,7 @@ def test_any_cluster_change_forgets_and_a_different_pod_is_not_alike():
     assert memory.hits == before + 1        # hi-1 after hi-0 (alike)
     assert out[0].message == out[1].message == (
         "0/7 nodes are available: 7 node(s) didn't match pod anti-affinity rules. "
-        "not eligible due to preemptionPolicy=Never.")
+        "no new claims to deallocate, not eligible due to preemptionPolicy=Never.")
 
 
 def test_a_preemption_is_never_remembered():

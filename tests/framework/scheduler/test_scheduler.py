@@ -70,8 +70,8 @@ def test_queue_order_priority_then_creation():
     # DefaultPreemption ran (the priority-100 pod on n0 is no victim of a
     # priority-0 pod); its message is appended as upstream's FitError does.
     assert bindings[1].message == (
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are "
-        "available: 1 No preemption victims found for incoming pod.")
+        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
 
 
 def test_incremental_selection_survives_node_churn():
