@@ -13,11 +13,11 @@ python -m tensorsched.bench.dra_no_claims_paired [--nodes 10000] [--pods 30]
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import numpy as np
 
+from tensorsched.bench.harness import write_record
 from tensorsched.bench.preemption import run_preemption
 from tensorsched.framework.plugins import dynamic_resources as dr
 
@@ -75,11 +75,7 @@ def main(argv=None) -> int:
     ap.add_argument("--output", default=None)
     args = ap.parse_args(argv)
     rec = run(args.nodes, args.pods, args.rounds, args.variant)
-    text = json.dumps(rec, indent=1)
-    if args.output:
-        with open(args.output, "w") as f:
-            f.write(text + "\n")
-    print(text)
+    write_record(rec, args.output)
     return 0
 
 

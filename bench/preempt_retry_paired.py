@@ -21,9 +21,10 @@ import os
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 import argparse      # noqa: E402
-import json          # noqa: E402
 
 import numpy as np   # noqa: E402
+
+from tensorsched.bench.harness import write_record  # noqa: E402
 
 
 def run(workload: str, nodes: int, pods: int, block: int) -> dict:
@@ -77,11 +78,7 @@ def main(argv=None) -> int:
     if args.block < 2 or args.pods < 2 * args.block:
         ap.error("--block must be at least 2 and --pods at least twice --block")
     rec = run(args.workload, args.nodes, args.pods, args.block)
-    text = json.dumps(rec, indent=1)
-    if args.output:
-        with open(args.output, "w") as f:
-            f.write(text + "\n")
-    print(text)
+    write_record(rec, args.output)
     return 0
 
 

@@ -11,6 +11,7 @@ left out it would have answered True; the fast way is taken (counted)."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -162,18 +163,25 @@ def test_a_trusted_search_with_host_filters_equals_the_row_checked(case, seed):
     assert all(proved)
 
 
-def test_the_row_check_is_left_out_where_the_search_proved_it(monkeypatch):
-    """Where no pod is nominated the retry binds on the search's word, a
-    spread constraint (a host filter) or not; with a grace period or a
-    subscriber that binds a pod on the node meanwhile, the row is
-    checked."""
-    calls = []
+@pytest.fixture
+def fits_calls(monkeypatch) -> list:
+    """A list that gets one entry per ``fits_on_row`` call the retry makes."""
+    calls: list = []
     fits = S1.fits_on_row
 
     def counted(*a, **k):
         calls.append(1)
         return fits(*a, **k)
     monkeypatch.setattr(S1, "fits_on_row", counted)
+    return calls
+
+
+def test_the_row_check_is_left_out_where_the_search_proved_it(fits_calls):
+    """Where no pod is nominated the retry binds on the search's word, a
+    spread constraint (a host filter) or not; with a grace period or a
+    subscriber that binds a pod on the node meanwhile, the row is
+    checked."""
+    calls = fits_calls
 
     def run(spread=(), grace=0.0, meddle=False):
         objs = [preemption_node("n0", 300, 20, "z0")]
@@ -199,18 +207,12 @@ def test_the_row_check_is_left_out_where_the_search_proved_it(monkeypatch):
     assert (b.node, n) == ("n0", 1)
 
 
-def test_a_nominated_pod_counted_by_the_search_keeps_the_proof(monkeypatch):
+def test_a_nominated_pod_counted_by_the_search_keeps_the_proof(fits_calls):
     """A preemptor nominated through the queue (its victims gone, itself
     backing off) is counted on its node by a later preemptor's search,
     which then preempts on the other node and binds there without the row
     check, as the row check would have bound it."""
-    calls = []
-    fits = S1.fits_on_row
-
-    def counted(*a, **k):
-        calls.append(1)
-        return fits(*a, **k)
-    monkeypatch.setattr(S1, "fits_on_row", counted)
+    calls = fits_calls
 
     def run(fast, spread=()):
         objs = [preemption_node(f"n{i}", 300, 20, "z0") for i in range(2)]
