@@ -24,13 +24,13 @@ import argparse      # noqa: E402
 
 import numpy as np   # noqa: E402
 
+from tensorsched.bench import preempt_host as PH  # noqa: E402
 from tensorsched.bench.harness import write_record  # noqa: E402
+from tensorsched.framework.scheduler.scheduler import Scheduler  # noqa: E402
 
 
 def run(workload: str, nodes: int, pods: int, block: int) -> dict:
     """The record of one paired run (module doc)."""
-    from tensorsched.bench import preempt_host as PH
-    from tensorsched.framework.scheduler.scheduler import Scheduler
     one = Scheduler.schedule_one
     sides: list = []            # per call: (trusted, first of its block)
 
