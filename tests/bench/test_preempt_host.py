@@ -7,23 +7,16 @@ preemptor after the first."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 from support.backends import needs_cuda
+from support.bench_runs import bench_record
 
 pytestmark = [pytest.mark.cudasim, needs_cuda]
 
 
 def _run(tmp_path, *args) -> dict:
-    out = tmp_path / "rec.json"
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    subprocess.run([sys.executable, "-m", "tensorsched.bench.preempt_host", *args,
-                    "--output", str(out)], check=True, env=env, capture_output=True,
-                   timeout=600)
-    return json.loads(out.read_text())
+    return bench_record(tmp_path, "preempt_host", *args)
 
 
 def test_a_record_itemizes_a_preemptors_host_work(tmp_path):

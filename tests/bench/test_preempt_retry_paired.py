@@ -4,24 +4,19 @@ timed, the first of each block left out, the placements the workload's."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 
 import pytest
 from support.backends import needs_cuda
+from support.bench_runs import bench_record
 
 pytestmark = [pytest.mark.cudasim, needs_cuda]
 
 
 def _run(tmp_path, *args) -> dict:
-    out = tmp_path / "rec.json"
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    subprocess.run([sys.executable, "-m", "tensorsched.bench.preempt_retry_paired", *args,
-                    "--output", str(out)], check=True, env=env, capture_output=True,
-                   timeout=600)
-    return json.loads(out.read_text())
+    return bench_record(tmp_path, "preempt_retry_paired", *args)
 
 
 def test_both_sides_are_timed_in_turn(tmp_path):
@@ -31,10 +26,8 @@ def test_both_sides_are_timed_in_turn(tmp_path):
     # 8 preemptors in blocks of 2, each block's first left out: 2 a side
     for side in ("trusted", "checked"):
         assert rec[side]["attempts"] == 2 and rec[side]["host_us_p50"] > 0, side
-    plain = json.loads(subprocess.run(
-        [sys.executable, "-m", "tensorsched.bench.preempt_host", "--workload", "preemption",
-         "--stub-all", "--nodes", "12", "--pods", "8"], check=True, capture_output=True,
-        text=True, timeout=600, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}).stdout)
+    plain = bench_record(tmp_path, "preempt_host", "--workload", "preemption", "--stub-all",
+                         "--nodes", "12", "--pods", "8")
     assert rec["placements_sha256"] == plain["placements_sha256"]
 
 

@@ -12,6 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.backends import needs_cuda
 
+from tensorsched.kernels.victims import _counts_cuda as VCC
+
 pytestmark = [pytest.mark.cudasim, needs_cuda]
 
 
@@ -35,7 +37,6 @@ _SHAPES = st.tuples(st.integers(0, 4), st.integers(0, 3), st.integers(0, 3), st.
 @settings(max_examples=60, deadline=None)
 @given(_SHAPES, st.data())
 def test_pack_per_lays_out_the_buffer_as_by_hand(dims, data):
-    from tensorsched.kernels.victims import _counts_cuda as VCC
     k, n_spread, n_ia, n_cls = dims
     ints = st.integers(-2**40, 2**40)
 
@@ -57,7 +58,6 @@ def test_pack_per_lays_out_the_buffer_as_by_hand(dims, data):
 
 
 def test_the_header_is_kept_by_the_parts_shapes():
-    from tensorsched.kernels.victims import _counts_cuda as VCC
     parts = (np.array([0, 1]), np.array([5, 6]), np.zeros(0, np.int64), np.zeros(0, np.int64),
              np.ones((1, 7), np.int64), np.arange(5, dtype=np.int64).reshape(1, 5))
     VCC.pack_per((1, 0, 0, 0, 1, 3), parts)
@@ -71,7 +71,6 @@ def test_the_header_is_kept_by_the_parts_shapes():
 
 
 def test_bad_parts_name_the_part():
-    from tensorsched.kernels.victims import _counts_cuda as VCC
     parts = [np.zeros(1, np.int64)] * 4 + [np.zeros((1, 1), np.int64)] * 2
     with pytest.raises(ValueError, match="part class_match: 1 dimensions, want 2"):
         VCC.pack_per((0,) * 6, parts[:4] + [np.zeros(3, np.int64), parts[5]])
