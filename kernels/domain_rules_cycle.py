@@ -233,10 +233,18 @@ class DeviceRuleTable:
     reads them unchecked)."""
 
     WHOLE_COPY = 64             # a staging buffer this small goes up whole
+    # A cycle's staging goes up by one driver copy into the start of the
+    # device buffer (as the cycle's staged rows, ``_upload_staged``): no
+    # device array view or ``copy_to_device`` checks a cycle; False: the
+    # device array's ``copy_to_device`` (the tests' oracle).
+    DRIVER_COPY = True
 
     def __init__(self, cuda, rules: Sequence[CycleRule], n_rows: int):
+        from numba.cuda.cudadrv import driver   # numba-cuda: only with the cuda backend
+
         host = host_rules(rules, n_rows)
         self._cuda = cuda
+        self._driver = driver
         self.key = set_key(rules)
         self._held = tuple((x.domp1, x.counts) for x in rules)  # the ids in ``key`` stay theirs
         self.n_rules = host.n_rules
@@ -254,6 +262,7 @@ class DeviceRuleTable:
         self.bytes_uploaded = host.domp1.nbytes + host.sums.nbytes + host.params.nbytes \
             + 8 * self.n_rules
         self.sums_uploaded = int(sum(x.counts.sums.shape[0] for x in rules))
+        self.driver_copies = 0      # stagings sent by one driver copy (``DRIVER_COPY``)
 
     def holds(self, rules: Sequence[CycleRule], n_rows: int) -> bool:
         """Whether this table is ``rules``' (the same arrays and counts) over
@@ -298,6 +307,10 @@ class DeviceRuleTable:
         size = r + 2 * k
         if host.shape[0] <= self.WHOLE_COPY:
             size = host.shape[0]        # the whole small buffer: no views made
+        if self.DRIVER_COPY:
+            self._driver.host_to_device(self._dev, host, 8 * size)
+            self.driver_copies += 1
+        elif size == host.shape[0]:
             self._dev.copy_to_device(host)
         else:
             self._dev[:size].copy_to_device(host[:size])

@@ -340,6 +340,51 @@ def test_a_cycle_uploads_the_domains_that_moved_and_runs_no_host_filter():
 
 @pytest.mark.cudasim
 @needs_cuda
+@settings(max_examples=10, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_scenario())
+def test_rule_stagings_go_up_by_one_driver_copy(scenario):
+    """A rules cycle's staging (thresholds and moved sums) goes up by one
+    driver copy into the device buffer, no device array ``copy_to_device``
+    (``DeviceRuleTable.DRIVER_COPY``): each staging the array copies sent
+    goes by the driver, and placements and the messages of pods that fit
+    nowhere are those of the array copies."""
+    objs, pods, half, seed = scenario
+    sent = []               # per staging: (array copies, driver copies)
+    real, flag = DRC.DeviceRuleTable.stage, DRC.DeviceRuleTable.DRIVER_COPY
+
+    def stage(self, rules):
+        dev_type, calls, driver = type(self._dev), [], self.driver_copies
+        orig = dev_type.copy_to_device
+
+        def counted(arr, *a, **k):
+            calls.append(1)
+            return orig(arr, *a, **k)
+        dev_type.copy_to_device = counted
+        try:
+            return real(self, rules)
+        finally:
+            dev_type.copy_to_device = orig
+            sent.append((len(calls), self.driver_copies - driver))
+    DRC.DeviceRuleTable.stage = stage
+    try:
+        for batch in (False, True):
+            runs = {}
+            for driver in (False, True):
+                DRC.DeviceRuleTable.DRIVER_COPY = driver
+                sent.clear()
+                runs[driver] = (_play(objs, pods, "cuda", half, seed, batch, messages=True)[0],
+                                list(sent))
+            (want, old), (got, new) = runs[False], runs[True]
+            assert got == want
+            assert [d for _, d in old] == [0] * len(old)
+            assert new == [(0, n) for n, _ in old]
+    finally:
+        DRC.DeviceRuleTable.stage, DRC.DeviceRuleTable.DRIVER_COPY = real, flag
+
+
+@pytest.mark.cudasim
+@needs_cuda
 def test_required_anti_affinity_cycles_pick_on_the_device():
     """Pods with a required hostname anti-affinity to their own kind, one at
     a time: the pick answers InterPodAffinity's filter on the device (the
