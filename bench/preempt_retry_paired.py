@@ -29,16 +29,21 @@ from tensorsched.bench.harness import write_record  # noqa: E402
 from tensorsched.framework.scheduler.scheduler import Scheduler  # noqa: E402
 
 
-def run(workload: str, nodes: int, pods: int, block: int) -> dict:
-    """The record of one paired run (module doc)."""
+def paired(workload: str, nodes: int, pods: int, block: int, set_side,
+           names: tuple[str, str]) -> tuple[dict, dict]:
+    """(``preempt_host``'s record of the run, {name: that side's attempts})
+    with ``set_side(scheduler, first)`` called before each preemptor, its
+    ``first`` True for the blocks of ``block`` preemptors that take
+    ``names[0]``'s side, False for ``names[1]``'s, in turn; each block's
+    first preemptor left out (module doc)."""
     one = Scheduler.schedule_one
-    sides: list = []            # per call: (trusted, first of its block)
+    sides: list = []            # per call: (first side, first of its block)
 
     def schedule_one(self, pod=None):
         i = len(sides)
-        trusted = (i // block) % 2 == 0
-        self.cycle.trust_victim_search = trusted
-        sides.append((trusted, i % block == 0))
+        side = (i // block) % 2 == 0
+        set_side(self, side)
+        sides.append((side, i % block == 0))
         return one(self, pod)
     Scheduler.schedule_one = schedule_one
     try:
@@ -49,12 +54,22 @@ def run(workload: str, nodes: int, pods: int, block: int) -> dict:
     host = rec["host_us_per_attempt"]["each"]
     timed = sides[len(sides) - len(host):]      # the bench's timed attempts
     got = {}
-    for name, want in (("trusted", True), ("checked", False)):
+    for name, want in zip(names, (True, False)):
         each = [h for h, (t, first) in zip(host, timed) if t == want and not first]
         got[name] = {"attempts": len(each),
                      "host_us_p50": round(float(np.median(each)), 1) if each else None,
                      "host_us_mean": round(float(np.mean(each)), 1) if each else None,
                      "each": each}
+    return rec, got
+
+
+def _trust(sched, trusted: bool) -> None:
+    sched.cycle.trust_victim_search = trusted
+
+
+def run(workload: str, nodes: int, pods: int, block: int) -> dict:
+    """The record of one paired run (module doc)."""
+    rec, got = paired(workload, nodes, pods, block, _trust, ("trusted", "checked"))
     return {"bench": "host CPU microseconds a preemptor, the retry's row check left out "
                      "where the victim search proved the fit (trusted) or made (checked), "
                      "blocks taking turns in one process (bench.preempt_retry_paired)",
