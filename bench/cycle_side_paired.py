@@ -1,12 +1,11 @@
-"""A preemptor's failed cycle with and without this round's cycle-side
-paths, compared in one process as ``bench.preempt_retry_paired`` compares
-the retry (cuda under the simulator, every launch a host stand-in with
-the kernels' outputs, the kernels taken out; blocks of ``--block``
-preemptors taking turns, each block's first left out): ``new`` sends a
-rules cycle's staging by one driver copy (``DeviceRuleTable.DRIVER_COPY``)
-and rotates a failed rules pick's reasons by two slice copies
-(``backends.SLICED_FITS_NOWHERE``); ``old`` the device array's copy and
-the index gathers.
+"""A preemptor's failed cycle with its rules staging sent by one driver
+copy and by the device array's copy, compared in one process as
+``bench.preempt_retry_paired`` compares the retry (cuda under the
+simulator, every launch a host stand-in with the kernels' outputs, the
+kernels taken out; blocks of ``--block`` preemptors taking turns, each
+block's first left out): ``new`` sends a rules cycle's staging by one
+driver copy (``DeviceRuleTable.DRIVER_COPY``), ``old`` by the device
+array's ``copy_to_device``.
 
 python -m tensorsched.bench.cycle_side_paired --workload preemption-spread
         [--nodes 10000] [--pods 60] [--block 10] [--output FILE]
@@ -23,12 +22,10 @@ import argparse      # noqa: E402
 from tensorsched.bench.harness import write_record  # noqa: E402
 from tensorsched.bench.preempt_retry_paired import paired  # noqa: E402
 from tensorsched.kernels import domain_rules_cycle as DRC  # noqa: E402
-from tensorsched.kernels.fused import backends as fused_backends  # noqa: E402
 
 
 def _paths(_sched, new: bool) -> None:
     DRC.DeviceRuleTable.DRIVER_COPY = new
-    fused_backends.SLICED_FITS_NOWHERE = new
 
 
 def run(workload: str, nodes: int, pods: int, block: int) -> dict:
@@ -38,9 +35,8 @@ def run(workload: str, nodes: int, pods: int, block: int) -> dict:
     finally:
         _paths(None, True)
     return {"bench": "host CPU microseconds a preemptor, a failed cycle's rules staging "
-                     "by one driver copy and its reasons rotated by slices (new) or by the "
-                     "device array's copy and index gathers (old), blocks taking turns in "
-                     "one process (bench.cycle_side_paired)",
+                     "sent by one driver copy (new) or by the device array's copy (old), "
+                     "blocks taking turns in one process (bench.cycle_side_paired)",
             "workload": workload, "nodes": nodes, "pods": pods, "block": block,
             "backend": "cuda", "simulator": os.environ.get("NUMBA_ENABLE_CUDASIM") == "1",
             "stub_all": True, **got,

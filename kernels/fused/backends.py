@@ -107,9 +107,6 @@ class _Buffers:
 
 
 _NO_TIES = np.zeros(0, np.int64)        # a failed cycle's ties (never written)
-#: ``fits_nowhere`` over every row rotates the reasons by two slice copies
-#: (False: the index gathers; the tests' oracle)
-SLICED_FITS_NOWHERE = True
 
 
 def fits_nowhere(buf: _Buffers, by_row: np.ndarray, rows, start: int, n_slots: int, extra,
@@ -126,14 +123,8 @@ def fits_nowhere(buf: _Buffers, by_row: np.ndarray, rows, start: int, n_slots: i
     rules failed, which the rules' form rules out."""
     m = rows.shape[0]
     reasons, raw, _total, _ties = buf.get(m, n_slots, zero=False)
-    if m == by_row.shape[0] and SLICED_FITS_NOWHERE:
-        # every row (``rows`` is then arange(N), as ``rotated_reasons``
-        # reads it): the rotation is two slice copies, no index gather
-        reasons[: m - start] = by_row[start:]
-        reasons[m - start:] = by_row[:start]
-    else:
-        np.take(by_row, rows[start:], out=reasons[: m - start])
-        np.take(by_row, rows[:start], out=reasons[m - start:])
+    np.take(by_row, rows[start:], out=reasons[: m - start])
+    np.take(by_row, rows[:start], out=reasons[m - start:])
     reasons, _ = extra(reasons, raw)        # ``raw``: only host scores' slots are written
     if not reasons.all():
         return None

@@ -14,7 +14,6 @@ from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.scheduler.cluster import build_cluster
 from tensorsched.framework.scheduler.scheduler import Scheduler
 from tensorsched.generators.clusters import node_dict, pod_dict
-from tensorsched.kernels.fused import backends as fused_backends
 from tensorsched.kernels.fused.backends import rotated, rotated_reasons
 
 BLOCK = [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]
@@ -58,45 +57,3 @@ def test_failed_cycles_diagnose_as_numba_with_sliced_reasons():
     assert got == play("numba")[0]
     assert sum(node is None for _p, node, _m in got) == 6
     assert be.reasons_sliced == 6       # each failed cycle, over every row
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.integers(1, 64), st.data())
-def test_fits_nowhere_over_every_row_rotates_by_slices(n, data):
-    """A rules pick that found no row (``fits_nowhere``) over every row puts
-    the reasons in evaluation order by two slice copies, no index gather,
-    equal to the gathers (``SLICED_FITS_NOWHERE`` False); over some rows it
-    gathers as before.  The host filters' bits are added after either."""
-    by_row = np.array(data.draw(st.lists(st.integers(0, 2**40), min_size=n, max_size=n)),
-                      np.int64)
-    every = data.draw(st.booleans())
-    rows = (np.arange(n, dtype=np.int64) if every else
-            np.array(sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1))), np.int64))
-    start = data.draw(st.integers(0, rows.shape[0] - 1))
-    fail = np.array(data.draw(st.lists(st.booleans(), min_size=rows.shape[0],
-                                       max_size=rows.shape[0])), np.bool_)
-
-    def extra(reasons, raw):
-        reasons |= np.where(fail, np.int64(1) << 40, 0)
-        return reasons, raw
-
-    answers = []
-    for sliced in (False, True):
-        gathers = []
-        take = np.take
-
-        def counted(*a, **k):
-            gathers.append(1)
-            return take(*a, **k)
-        fused_backends.SLICED_FITS_NOWHERE, np.take = sliced, counted
-        try:
-            got = fused_backends.fits_nowhere(fused_backends._Buffers(), by_row, rows, start,
-                                              2, extra, rows.shape[0], 0)
-        finally:
-            fused_backends.SLICED_FITS_NOWHERE, np.take = True, take
-        answers.append(None if got is None else got.reasons.copy())
-        assert len(gathers) == (0 if sliced and rows.shape[0] == n else 2)
-    if answers[0] is None:
-        assert answers[1] is None
-    else:
-        np.testing.assert_array_equal(answers[1], answers[0])
