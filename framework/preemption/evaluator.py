@@ -42,20 +42,20 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from itertools import chain, compress, repeat
-from operator import is_, is_not, itemgetter
+from itertools import chain, compress
+from operator import is_, is_not
 
 import numpy as np
 
 from tensorsched.framework.config.plugin_args import DefaultPreemptionArgs
 from tensorsched.framework.parsing.pdb import applies, disruptions_allowed
 from tensorsched.framework.parsing.priorities import NEVER, pod_priority
-from tensorsched.framework.records.pod_columns import EXTRA_FIELDS, NO_EXTRAS
 from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.parsing.selectors import pod_terms
 from tensorsched.framework.runtime.framework import PREFILTER_REJECT_REASON, splitmix64
 from tensorsched.framework.runtime.plugin import FusedFilter
 from tensorsched.framework.runtime.status import Code, Status
+from tensorsched.framework.state.bound_pods import NO_START
 from tensorsched.framework.state.cluster_state import ClusterState
 from tensorsched.kernels import layout as L
 from tensorsched.kernels.backend_names import VICTIMS
@@ -80,10 +80,6 @@ NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominat
 _OFFSET_SALT = 0x5EED0FF5E7
 
 
-_DELETING = EXTRA_FIELDS.index("deleting")
-_START_OF = itemgetter(EXTRA_FIELDS.index("start_ns"))
-_DYING_OF = itemgetter(_DELETING)
-_NONE_AS_NOW = {None: V.START_NOW}
 # up to this many bound classes, ``PodTable._class_map`` checks them all
 _FEW_CLASSES = 64
 # On cuda, a preemptor whose only host filters are PodTopologySpread /
@@ -337,9 +333,10 @@ class PodTable:
         """Rows ``rows`` [k] int64 (distinct) from the bound-pod columns, in
         one batch: each row's pods in key order (one ``sorted`` a row;
         ``keys``, when given, those lists),
-        their slots, class ids (``_class_map``) and the per-pod fields kept
-        by slot (start time, terminating flag) by C-level passes, then one
-        compiled pass writes every row (``victims.table_rows``).  A pod is
+        their slots and class ids (``_class_map``) by C-level passes, then
+        one compiled pass writes every row (``victims.table_rows``), the
+        start times and terminating flags gathered there from the bound
+        pods' columns by slot (``BoundPods.start_ns`` / ``deleting``).  A pod is
         read on its own (counted in ``pods_stepped``) only for its host
         ports or its PDB membership (the PDBs' selectors on its record)."""
         st = self.state
@@ -350,26 +347,20 @@ class PodTable:
             keys = list(map(sorted, map(st.pods_on_node.__getitem__, row_list)))
         deque(map(self.keys.__setitem__, row_list, keys), maxlen=0)
         counts = np.fromiter(map(len, keys), np.int64, len(keys))
-        total = int(counts.sum())
         flat = keys[0] if len(keys) == 1 else list(chain.from_iterable(keys))
+        total = len(flat)
         slots = bound.slots_of(flat)
-        slot_list = slots.tolist()
-        if bound.extras and total:
-            extras = list(map(bound.extras.get, slot_list, repeat(NO_EXTRAS, total)))
-            start = list(map(_START_OF, extras))
-            # None (no start time) as START_NOW, the others as they are
-            start = np.fromiter(map(_NONE_AS_NOW.get, start, start), np.int64, total)
-            dying = np.fromiter(map(_DYING_OF, extras), np.bool_, total)
-        else:
-            start = np.full(total, V.START_NOW, np.int64)
-            dying = np.zeros(total, np.bool_)
         cmap = self._class_map(slots)
+        # start times and terminating flags gathered by slot in the pass
+        # (the bound pods' columns), no per-pod read of their extras
         VW.host.write_rows(rows, counts, slots, bound.class_id, bound.class_priority,
-                           bound.shape_id, self._shape_requests(), cmap, start, dying,
-                           self.count, self.prio, self.start, self.req, self.cls, self.shp,
-                           self.dying, self.ports, self.pdb, V.START_NOW)
+                           bound.shape_id, self._shape_requests(), cmap, bound.start_ns,
+                           bound.deleting, NO_START, self.count, self.prio, self.start,
+                           self.req, self.cls, self.shp, self.dying, self.ports, self.pdb,
+                           V.START_NOW)
         if not (bound.ports or self.pdbs) or not total:
             return
+        slot_list = slots.tolist()
         # (row, slot position) of every pod, row after row
         at_row = np.repeat(rows, counts)
         at_pos = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts,

@@ -12,7 +12,13 @@ its own slot, so a suspension need only hold the bind order
                    pair, one per distinct shape (pods of a template share it);
   ``class_id``     [cap] int32, its pod class (below);
   ``creation_ns``  [cap] int64, ``metadata.creationTimestamp`` in ns (0: absent);
+  ``start_ns``     [cap] int64, ``status.startTime`` in ns (``NO_START``: absent);
+  ``deleting``     [cap] bool, the pod is terminating (``metadata.deletionTimestamp``);
   ``manifests``    the pod's object (``PodRecord.obj``), by reference.
+
+``start_ns`` and ``deleting`` repeat two of the per-pod fields kept in
+``extras`` as columns, so a compiled pass gathers them by slot (the victim
+table's row writes) with no dict lookup per pod.
 
 A pod class (``records.pod_columns``) is what pods of one template share:
 every field of their records but the per-pod ones; pods share a class
@@ -48,12 +54,19 @@ from itertools import chain, islice
 import numpy as np
 
 from tensorsched.framework.records.pod_columns import (
+    EXTRA_FIELDS,
     NO_EXTRAS,
     PodColumns,
     build_record,
     extras_of,
 )
 from tensorsched.framework.records.records import PodRecord
+
+# ``start_ns`` of a pod without ``status.startTime`` (the largest int64:
+# the victim search's "started now", which sorts after every real time)
+NO_START = (1 << 63) - 1
+_START = EXTRA_FIELDS.index("start_ns")
+_DELETING = EXTRA_FIELDS.index("deleting")
 
 
 @dataclass(slots=True)
@@ -90,6 +103,8 @@ class BoundPods(Mapping):
         self.shape_id = np.zeros(cap, np.int32)
         self.class_id = np.zeros(cap, np.int32)
         self.creation_ns = np.zeros(cap, np.int64)
+        self.start_ns = np.full(cap, NO_START, np.int64)
+        self.deleting = np.zeros(cap, np.bool_)
         self.manifests: list = [None] * cap
         self.extras: dict[int, tuple] = {}              # slot -> EXTRA_FIELDS values
         self.ports: dict[int, tuple[int, ...]] = {}     # slot -> host port ids
@@ -211,7 +226,7 @@ class BoundPods(Mapping):
             return
         new = max(need, 2 * cap)
         for attr, fill in (("node_row", -1), ("shape_id", 0), ("class_id", 0),
-                           ("creation_ns", 0)):
+                           ("creation_ns", 0), ("start_ns", NO_START), ("deleting", False)):
             old = getattr(self, attr)
             arr = np.full(new, fill, old.dtype)
             arr[:cap] = old
@@ -259,6 +274,12 @@ class BoundPods(Mapping):
         extra = extras_of(record)
         if extra != NO_EXTRAS:
             self.extras[s] = extra
+            start = extra[_START]
+            self.start_ns[s] = NO_START if start is None else start
+            self.deleting[s] = extra[_DELETING]
+        else:
+            self.start_ns[s] = NO_START
+            self.deleting[s] = False
         if port_ids:
             self.ports[s] = port_ids
         self._slot[record.key] = s
@@ -305,8 +326,14 @@ class BoundPods(Mapping):
         if r:
             deque(map(mf.__setitem__, reused, objs), maxlen=0)
         mf[start:start + k - r] = objs[r:] if r else objs
+        self.start_ns[slots] = NO_START
+        self.deleting[slots] = False
         for i, extra in cols.extras.items():
-            self.extras[reused[i] if i < r else start + i - r] = extra
+            s = reused[i] if i < r else start + i - r
+            self.extras[s] = extra
+            if extra[_START] is not None:
+                self.start_ns[s] = extra[_START]
+            self.deleting[s] = extra[_DELETING]
         # the keys go into the index when it is next read (``_slot``)
         self._unindexed.append((cols.keys, reused, start))
         return slots
@@ -348,7 +375,8 @@ class BoundPods(Mapping):
     def copy(self) -> BoundPods:
         """An independent table with the same pods, slots and order."""
         out = BoundPods.__new__(BoundPods)
-        for attr in ("node_row", "shape_id", "class_id", "creation_ns", "class_priority"):
+        for attr in ("node_row", "shape_id", "class_id", "creation_ns", "start_ns", "deleting",
+                     "class_priority"):
             setattr(out, attr, getattr(self, attr).copy())
         for attr in ("manifests", "classes", "_class_refs", "_free_classes"):
             setattr(out, attr, list(getattr(self, attr)))

@@ -16,7 +16,7 @@ from tensorsched.framework.errors import StateError
 from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.parsing.pod_templates import PodTemplates
 from tensorsched.framework.records.pod_columns import PodColumns
-from tensorsched.framework.state.bound_pods import BoundPods
+from tensorsched.framework.state.bound_pods import NO_START, BoundPods
 from tensorsched.framework.state.cluster_state import ClusterState
 
 SHAPES = [(np.array([100, 1 << 20, 0, 1], np.int64), (100, 1 << 20)),
@@ -50,6 +50,8 @@ def test_table_behaves_as_a_dict_of_rows(seq):
             rec = pod(f"p{i}", priority=i % 3 or None)
             if i % 4 == 1:                          # a running pod: a start time
                 rec = dataclasses.replace(rec, start_ns=1000 + i)
+            if i % 5 == 2:                          # a terminating pod
+                rec = dataclasses.replace(rec, deleting=True)
             if rec.key in model:
                 continue
             ports = (i, i + 1) if with_ports else ()
@@ -58,6 +60,8 @@ def test_table_behaves_as_a_dict_of_rows(seq):
         elif op[0] == "many":
             _, idx, row, shape = op
             recs = [pod(f"p{i}", priority=i) for i in idx if f"default/p{i}" not in model]
+            recs = [dataclasses.replace(r, start_ns=7 + k, deleting=k % 2 == 0) if k % 3 == 1
+                    else r for k, r in enumerate(recs)]
             rows = np.arange(row, row + len(recs), dtype=np.int64)
             table.add_many(recs, rows, sids[shape])
             for rec, r in zip(recs, rows.tolist()):
@@ -96,6 +100,14 @@ def test_table_behaves_as_a_dict_of_rows(seq):
         -1 if model[k][0].start_ns is None else model[k][0].start_ns for k in keys]
     # freed slots are reused before the table grows
     assert table._top == len(table) + len(table._free)
+    # the per-slot columns a compiled pass gathers: start time and
+    # terminating flag (reused slots hold their new pod's)
+    assert table.start_ns[slots].tolist() == [
+        NO_START if model[k][0].start_ns is None else model[k][0].start_ns for k in keys]
+    assert table.deleting[slots].tolist() == [bool(model[k][0].deleting) for k in keys]
+    twin = table.copy()
+    assert twin.start_ns.tolist() == table.start_ns.tolist()
+    assert twin.deleting.tolist() == table.deleting.tolist()
 
 
 def test_freed_slots_out_of_order_keep_each_pods_own_columns():
