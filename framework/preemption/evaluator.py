@@ -586,8 +586,10 @@ def helpful_rows_of_reasons(fw, reasons: np.ndarray, ctx, rows: np.ndarray, *,
     first are kept among the rows and that filter asked about them
     (``unresolvable``, the same rows in the same order as
     ``status_codes_and_helpful`` asks), those it finds unresolvable
-    dropped and counted.  ``ONE_PASS_HELPFUL`` False: through
-    ``status_codes_and_helpful`` (tests compare the two)."""
+    dropped and counted.  Where every row helps the answer is ``rows``
+    itself (the pass writes no copy; callers only read it).
+    ``ONE_PASS_HELPFUL`` False: through ``status_codes_and_helpful``
+    (tests compare the two)."""
     if not ONE_PASS_HELPFUL:
         _, got, unhelpful = status_codes_and_helpful(fw, reasons, ctx, rows, start=start)
         return got, unhelpful
@@ -602,7 +604,7 @@ def helpful_rows_of_reasons(fw, reasons: np.ndarray, ctx, rows: np.ndarray, *,
         reasons, int(start) % max(m, 1), bits, code_of, int(L.R_PREFILTER_NAMES),
         int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), int(Code.ERROR), int(L.R_INVALID_ROW),
         rows, int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), out, pending_at, pending_p)
-    got = out[:n]
+    got = rows if n == m else out[:n]       # every row helps: the pass wrote no copy
     if not k:
         return got, int(unhelpful)
     at, by = pending_at[:k], pending_p[:k]
