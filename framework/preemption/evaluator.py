@@ -82,6 +82,10 @@ _OFFSET_SALT = 0x5EED0FF5E7
 
 # up to this many bound classes, ``PodTable._class_map`` checks them all
 _FEW_CLASSES = 64
+# up to this many rows, a sync reads the rows' pods with their slots
+# (``BoundPods.pods_on_rows``); more: keys from the state, slots from the
+# key index in one pass
+_FEW_ROWS = 64
 # On cuda, a preemptor whose only host filters are PodTopologySpread /
 # InterPodAffinity is searched on counts on the device (``_device_counts_visit``);
 # False: the device pre-pass, then the search on counts on the CPU (the
@@ -171,6 +175,9 @@ class PodTable:
         # columns were read one at a time (host ports, PDBs): ``_write_rows``
         self.row_writes = 0
         self.pods_stepped = 0
+        # keys whose slots a write looked up in the bound pods' key index
+        # (a few rows' come from ``BoundPods.pods_on_rows`` instead)
+        self.slots_looked_up = 0
         # The node columns the victim search reads: None for the state's;
         # the scheduling cycle sets its nominated overlay's around PostFilter
         # (the nominated pods counted in ``requested``, not in the state).
@@ -249,22 +256,27 @@ class PodTable:
             need_c = max(map(len, on_node[:st.n_rows]), default=1)
             self._alloc(n, max(need_c, c, 1), r, wp, wb)
             rows = np.arange(st.n_rows, dtype=np.int64)
-            keys = None
+            keys = on_rows = None
         else:
             rows = self._rows_written()
             if self._kept:
                 rows = self._less_kept(rows)
-            # each row's pods in key order (slot order), for the write too
-            keys = list(map(sorted, map(on_node.__getitem__, rows.tolist())))
+            row_list = rows.tolist()
+            # each row's pods in key order (slot order), for the write too;
+            # a few rows' with their slots (``BoundPods.pods_on_rows``: no
+            # lookup in the whole cluster's key index)
+            on_rows = st.pods.pods_on_rows(row_list) if len(row_list) <= _FEW_ROWS else None
+            keys = list(map(sorted, on_rows if on_rows is not None
+                            else map(on_node.__getitem__, row_list)))
             biggest = max(map(len, keys), default=0)
             if biggest > c:
                 self._alloc(n, max(biggest, 2 * c), r, wp, wb)
                 rows = np.arange(st.n_rows, dtype=np.int64)
-                keys = None
+                keys = on_rows = None
         self._kept = {}
         self.syncs += 1
         if rows.shape[0]:
-            self._write_rows(rows, keys)
+            self._write_rows(rows, keys, on_rows)
             self.rows_read += rows.shape[0]
             self.row_stamp[rows] = self.syncs
             self._unindexed.append(rows)
@@ -329,11 +341,13 @@ class PodTable:
         self._device.sync_pods(pods, self.layout, self.row_stamp, self.syncs, self.written)
         return self._device
 
-    def _write_rows(self, rows: np.ndarray, keys: list | None = None) -> None:
+    def _write_rows(self, rows: np.ndarray, keys: list | None = None,
+                    on_rows: list | None = None) -> None:
         """Rows ``rows`` [k] int64 (distinct) from the bound-pod columns, in
         one batch: each row's pods in key order (one ``sorted`` a row;
         ``keys``, when given, those lists),
-        their slots and class ids (``_class_map``) by C-level passes, then
+        their slots (from ``on_rows``, the rows' {key: slot} dicts, when
+        given, else the key index: ``slots_looked_up``) and class ids (``_class_map``) by C-level passes, then
         one compiled pass writes every row (``victims.table_rows``), the
         start times and terminating flags gathered there from the bound
         pods' columns by slot (``BoundPods.start_ns`` / ``deleting``).  A pod is
@@ -349,7 +363,14 @@ class PodTable:
         counts = np.fromiter(map(len, keys), np.int64, len(keys))
         flat = keys[0] if len(keys) == 1 else list(chain.from_iterable(keys))
         total = len(flat)
-        slots = bound.slots_of(flat)
+        if on_rows is None:
+            self.slots_looked_up += total
+            slots = bound.slots_of(flat)
+        elif len(on_rows) == 1:
+            slots = np.fromiter(map(on_rows[0].__getitem__, flat), np.int64, total)
+        else:
+            slots = np.fromiter(chain.from_iterable(map(map, [d.__getitem__ for d in on_rows],
+                                                        keys)), np.int64, total)
         cmap = self._class_map(slots)
         # start times and terminating flags gathered by slot in the pass
         # (the bound pods' columns), no per-pod read of their extras

@@ -39,12 +39,17 @@ ops = st.lists(st.one_of(
 
 @settings(max_examples=150, deadline=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
-@given(ops)
-def test_table_behaves_as_a_dict_of_rows(seq):
+@given(ops, st.integers(-1, 40))
+def test_table_behaves_as_a_dict_of_rows(seq, read_at):
+    """... and its pods per node row (``pods_on_rows``, first read before
+    op ``read_at`` (-1: never before the end), then kept by the ops) are
+    the model's, with their slots."""
     table = BoundPods(capacity=2)
     sids = _shape_ids(table)
     model: dict = {}          # key -> (record, row, shape id, ports)
-    for op in seq:
+    for at, op in enumerate(seq):
+        if at == read_at:
+            table.pods_on_rows([0, 3])
         if op[0] == "add":
             _, i, row, shape, with_ports = op
             rec = pod(f"p{i}", priority=i % 3 or None)
@@ -108,6 +113,11 @@ def test_table_behaves_as_a_dict_of_rows(seq):
     twin = table.copy()
     assert twin.start_ns.tolist() == table.start_ns.tolist()
     assert twin.deleting.tolist() == table.deleting.tolist()
+    want_rows = [{} for _ in range(20)]
+    for key, m in model.items():
+        want_rows[m[1]][key] = table._slot[key]
+    assert table.pods_on_rows(list(range(20))) == want_rows
+    assert twin.pods_on_rows(list(range(20))) == want_rows
 
 
 def test_freed_slots_out_of_order_keep_each_pods_own_columns():
