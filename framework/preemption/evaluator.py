@@ -347,12 +347,13 @@ class PodTable:
         one batch: each row's pods in key order (one ``sorted`` a row;
         ``keys``, when given, those lists),
         their slots (from ``on_rows``, the rows' {key: slot} dicts, when
-        given, else the key index: ``slots_looked_up``) and class ids (``_class_map``) by C-level passes, then
-        one compiled pass writes every row (``victims.table_rows``), the
-        start times and terminating flags gathered there from the bound
-        pods' columns by slot (``BoundPods.start_ns`` / ``deleting``).  A pod is
-        read on its own (counted in ``pods_stepped``) only for its host
-        ports or its PDB membership (the PDBs' selectors on its record)."""
+        given, else the key index: ``slots_looked_up``) and class ids
+        (``_class_map``) by C-level passes, then one compiled pass writes
+        every row (``victims.table_rows``), the start times and terminating
+        flags gathered there from the bound pods' columns by slot
+        (``BoundPods.start_ns`` / ``deleting``).  A pod is read on its own
+        (counted in ``pods_stepped``) only for its host ports or its PDB
+        membership (the PDBs' selectors on its record)."""
         st = self.state
         bound = st.pods
         self.row_writes += 1

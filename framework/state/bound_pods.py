@@ -377,7 +377,10 @@ class BoundPods(Mapping):
         """Per node row of ``rows`` its bound pods as {key: slot} (the
         live dicts: read them, do not keep or change them).  Built on the
         first call (O(pods)), then kept by ``add`` / ``pop``; the runs bound
-        since the last call join first (O(their pods))."""
+        since the last call join first (O(their pods)); no rows asked,
+        nothing built."""
+        if not rows:
+            return []
         if self._by_row is None or self._by_row_runs:
             self._join_rows()
         by_row = self._by_row

@@ -310,3 +310,18 @@ def test_pods_of_classes_numbered_far_apart():
     for k in (0, 4199, 7, 4192):
         assert table.record(f"default/c{k}") == recs[k]
     assert len({int(table.class_id[table._slot[f"default/c{k}"]]) for k in (0, 4199, 7)}) == 3
+
+
+def test_rows_pods_are_built_on_the_first_read_of_a_row_only():
+    """``pods_on_rows`` builds its per-row dicts on the first call that
+    asks for a row (a state whose victim table writes no row pays
+    nothing), then keeps them through binds and removals."""
+    table = BoundPods()
+    sid = _shape_ids(table)[0]
+    table.add_many([pod(f"p{i}") for i in range(4)], np.array([0, 1, 0, 2], np.int64), sid)
+    assert table.pods_on_rows([]) == [] and table._by_row is None
+    got = table.pods_on_rows([0, 2, 7])
+    assert got == [{"default/p0": 0, "default/p2": 2}, {"default/p3": 3}, {}]
+    table.pop("default/p0")
+    table.add(pod("q"), 2, sid)
+    assert table.pods_on_rows([0, 2]) == [{"default/p2": 2}, {"default/p3": 3, "default/q": 0}]
