@@ -41,9 +41,11 @@ ops = st.lists(st.one_of(
           suppress_health_check=list(HealthCheck))
 @given(ops, st.integers(-1, 40))
 def test_table_behaves_as_a_dict_of_rows(seq, read_at):
-    """... and its pods per node row (``pods_on_rows``, first read before
-    op ``read_at`` (-1: never before the end), then kept by the ops) are
-    the model's, with their slots."""
+    """Adds, runs and pops behave as the dict of rows they replace; the
+    per-slot start times and terminating flags are the records'; and the
+    pods per node row (``pods_on_rows``, first read before op ``read_at``
+    (-1: not before the end), then kept by the ops) are the model's, with
+    their slots."""
     table = BoundPods(capacity=2)
     sids = _shape_ids(table)
     model: dict = {}          # key -> (record, row, shape id, ports)
