@@ -18,7 +18,10 @@ its own slot, so a suspension need only hold the bind order
 
 ``start_ns`` and ``deleting`` repeat two of the per-pod fields kept in
 ``extras`` as columns, so a compiled pass gathers them by slot (the victim
-table's row writes) with no dict lookup per pod.
+table's row writes) with no dict lookup per pod.  A slot whose pod has no
+extras, and a free slot, hold the defaults (``NO_START``, False): only a
+pod with extras writes them, and its ``pop`` puts them back, so binding
+and removing the pods without extras (most) costs these columns nothing.
 
 A pod class (``records.pod_columns``) is what pods of one template share:
 every field of their records but the per-pod ones; pods share a class
@@ -278,14 +281,13 @@ class BoundPods(Mapping):
         self.creation_ns[s] = record.creation_ns or 0
         self.manifests[s] = record.obj
         extra = extras_of(record)
-        if extra != NO_EXTRAS:
+        if extra != NO_EXTRAS:      # (a free slot's start_ns / deleting are the defaults)
             self.extras[s] = extra
             start = extra[_START]
-            self.start_ns[s] = NO_START if start is None else start
-            self.deleting[s] = extra[_DELETING]
-        else:
-            self.start_ns[s] = NO_START
-            self.deleting[s] = False
+            if start is not None:
+                self.start_ns[s] = start
+            if extra[_DELETING]:
+                self.deleting[s] = True
         if port_ids:
             self.ports[s] = port_ids
         self._slot[record.key] = s
@@ -337,14 +339,15 @@ class BoundPods(Mapping):
         if r:
             deque(map(mf.__setitem__, reused, objs), maxlen=0)
         mf[start:start + k - r] = objs[r:] if r else objs
-        self.start_ns[slots] = NO_START
-        self.deleting[slots] = False
+        # start_ns / deleting: a free slot holds the defaults (``pop``
+        # resets a pod's with extras), so only the pods with extras write
         for i, extra in cols.extras.items():
             s = reused[i] if i < r else start + i - r
             self.extras[s] = extra
             if extra[_START] is not None:
                 self.start_ns[s] = extra[_START]
-            self.deleting[s] = extra[_DELETING]
+            if extra[_DELETING]:
+                self.deleting[s] = True
         # the keys go into the index when it is next read (``_slot``), and
         # into the rows' pods when those are next read (``pods_on_rows``)
         self._unindexed.append((cols.keys, reused, start))
@@ -361,8 +364,12 @@ class BoundPods(Mapping):
             raise KeyError(key)
         sid = int(self.shape_id[s])
         cid = int(self.class_id[s])
+        extra = self.extras.pop(s, NO_EXTRAS)
+        if extra is not NO_EXTRAS:      # the free slot back to the defaults
+            self.start_ns[s] = NO_START
+            self.deleting[s] = False
         entry = PodRow(build_record(self.classes[cid], key, int(self.creation_ns[s]),
-                                    self.manifests[s], self.extras.pop(s, NO_EXTRAS)),
+                                    self.manifests[s], extra),
                        int(self.node_row[s]), sid, self.shapes[sid], self.ports.pop(s, ()), s)
         self.node_row[s] = -1
         self.manifests[s] = None

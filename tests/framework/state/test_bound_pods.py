@@ -42,7 +42,8 @@ ops = st.lists(st.one_of(
 @given(ops, st.integers(-1, 40))
 def test_table_behaves_as_a_dict_of_rows(seq, read_at):
     """Adds, runs and pops behave as the dict of rows they replace; the
-    per-slot start times and terminating flags are the records'; and the
+    per-slot start times and terminating flags are the records' (a free
+    slot's the defaults); and the
     pods per node row (``pods_on_rows``, first read before op ``read_at``
     (-1: not before the end), then kept by the ops) are the model's, with
     their slots."""
@@ -112,6 +113,10 @@ def test_table_behaves_as_a_dict_of_rows(seq, read_at):
     assert table.start_ns[slots].tolist() == [
         NO_START if model[k][0].start_ns is None else model[k][0].start_ns for k in keys]
     assert table.deleting[slots].tolist() == [bool(model[k][0].deleting) for k in keys]
+    # a free slot holds the defaults (a pod bound there later without
+    # extras writes none)
+    free = np.array(sorted(table._free), np.int64)
+    assert (table.start_ns[free] == NO_START).all() and not table.deleting[free].any()
     twin = table.copy()
     assert twin.start_ns.tolist() == table.start_ns.tolist()
     assert twin.deleting.tolist() == table.deleting.tolist()
