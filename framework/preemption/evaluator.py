@@ -86,6 +86,10 @@ _FEW_CLASSES = 64
 # (``BoundPods.pods_on_rows``); more: keys from the state, slots from the
 # key index in one pass
 _FEW_ROWS = 64
+# False: every sync takes its rows' keys from the state and their slots
+# from the key index (the way before ``pods_on_rows``; for paired timings,
+# ``bench.victim_sync_paired``, and the tests that compare the two)
+ROWS_FROM_BOUND_PODS = True
 # On cuda, a preemptor whose only host filters are PodTopologySpread /
 # InterPodAffinity is searched on counts on the device (``_device_counts_visit``);
 # False: the device pre-pass, then the search on counts on the CPU (the
@@ -265,7 +269,8 @@ class PodTable:
             # each row's pods in key order (slot order), for the write too;
             # a few rows' with their slots (``BoundPods.pods_on_rows``: no
             # lookup in the whole cluster's key index)
-            on_rows = st.pods.pods_on_rows(row_list) if len(row_list) <= _FEW_ROWS else None
+            on_rows = (st.pods.pods_on_rows(row_list)
+                       if ROWS_FROM_BOUND_PODS and len(row_list) <= _FEW_ROWS else None)
             keys = list(map(sorted, on_rows if on_rows is not None
                             else map(on_node.__getitem__, row_list)))
             biggest = max(map(len, keys), default=0)
