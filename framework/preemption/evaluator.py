@@ -269,7 +269,7 @@ class PodTable:
             # each row's pods in key order (slot order), for the write too;
             # a few rows' with their slots (``BoundPods.pods_on_rows``: no
             # lookup in the whole cluster's key index)
-            on_rows = (st.pods.pods_on_rows(row_list)
+            on_rows = (st.pods.pods_on_rows(row_list, on_node)
                        if ROWS_FROM_BOUND_PODS and len(row_list) <= _FEW_ROWS else None)
             keys = list(map(sorted, on_rows if on_rows is not None
                             else map(on_node.__getitem__, row_list)))

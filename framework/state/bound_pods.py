@@ -52,7 +52,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from itertools import chain, compress, islice, repeat
+from itertools import chain, islice
 
 import numpy as np
 
@@ -126,12 +126,13 @@ class BoundPods(Mapping):
         self._unindexed: list[tuple[list[str], list[int], int]] = []
         self._free: dict[int, None] = {}                # freed slots, reused last-in first
         self._top = 0                                   # slots ever used (high-water)
-        # per node row its pods' {key: slot} (``pods_on_rows``): None until
-        # first read (a state nobody asks pays nothing), then kept: ``add``
-        # and ``pop`` write it, ``add_many``'s runs (keys, slots, rows) join
-        # it on the next read
-        self._by_row: list[dict[str, int]] | None = None
-        self._by_row_runs: list[tuple[list[str], np.ndarray, np.ndarray]] = []
+        # row -> its pods' {key: slot} (``pods_on_rows``), only for the rows
+        # a read has asked for (built from the row's keys on its first read),
+        # then kept by ``add`` and ``pop``; the rows of ``add_many``'s runs
+        # since, while any row is kept: a kept row a run touched is dropped
+        # on the next read (built again from its keys)
+        self._by_row: dict[int, dict[str, int]] = {}
+        self._by_row_runs: list[np.ndarray] = []
 
     # ------------------------------------------------------------ Mapping
     @property
@@ -291,11 +292,9 @@ class BoundPods(Mapping):
         if port_ids:
             self.ports[s] = port_ids
         self._slot[record.key] = s
-        by_row = self._by_row
-        if by_row is not None:
-            if row >= len(by_row):
-                by_row.extend({} for _ in range(row + 1 - len(by_row)))
-            by_row[row][record.key] = s
+        kept = self._by_row.get(row)
+        if kept is not None:
+            kept[record.key] = s
 
     def add_many(self, pods, rows: np.ndarray, shape_ids) -> np.ndarray:
         """Bind ``pods`` (records, or ``PodColumns`` taken as they are) on
@@ -351,8 +350,8 @@ class BoundPods(Mapping):
         # the keys go into the index when it is next read (``_slot``), and
         # into the rows' pods when those are next read (``pods_on_rows``)
         self._unindexed.append((cols.keys, reused, start))
-        if self._by_row is not None:
-            self._by_row_runs.append((cols.keys, slots, np.asarray(rows, np.int64)))
+        if self._by_row:
+            self._by_row_runs.append(np.array(rows, np.int64))
         return slots
 
     def pop(self, key: str, *default):
@@ -375,44 +374,34 @@ class BoundPods(Mapping):
         self.manifests[s] = None
         self._release_class(cid)
         self._free[s] = None
-        by_row = self._by_row
-        if by_row is not None and entry.node_row < len(by_row):
-            by_row[entry.node_row].pop(key, None)   # (a run's pod not joined yet: none)
+        kept = self._by_row.get(entry.node_row)
+        if kept is not None:
+            kept.pop(key, None)     # (a run's pod on a kept row, not joined yet: none)
         return entry
 
-    def pods_on_rows(self, rows: list[int]) -> list[dict[str, int]]:
+    def pods_on_rows(self, rows: list[int], keys_of_row) -> list[dict[str, int]]:
         """Per node row of ``rows`` its bound pods as {key: slot} (the
-        live dicts: read them, do not keep or change them).  Built on the
-        first call (O(pods)), then kept by ``add`` / ``pop``; the runs bound
-        since the last call join first (O(their pods)); no rows asked,
-        nothing built."""
+        live dicts: read them, do not keep or change them).  A row is built
+        on its first read from ``keys_of_row[row]`` (the keys bound on it:
+        ``ClusterState.pods_on_node``; O(its pods)), then kept by ``add`` /
+        ``pop``; a kept row an ``add_many`` run touched since the last read
+        is built again.  Rows never asked cost nothing, on reads or binds."""
         if not rows:
             return []
-        if self._by_row is None or self._by_row_runs:
-            self._join_rows()
-        by_row = self._by_row
-        n = len(by_row)
-        return [by_row[r] if r < n else {} for r in rows]
-
-    def _join_rows(self) -> None:
-        """``_by_row`` built from every bound pod (first call), or the
-        ``add_many`` runs since the last call joined to it, each pod of a
-        run still bound in its slot on its row (one popped or bound again
-        elsewhere since is not, or is there by ``add``)."""
-        index = self._slot                  # the runs' keys indexed first
-        if self._by_row is None:
-            self._by_row, self._by_row_runs = [], []
-            slots = np.fromiter(index.values(), np.int64, len(index))
-            _group_by_row(self._by_row, list(index), slots, self.node_row[slots])
-            return
-        runs, self._by_row_runs = self._by_row_runs, []
-        for keys, slots, rows in runs:
-            live = (self.node_row[slots] == rows) & (
-                np.fromiter(map(index.get, keys, repeat(-1)), np.int64, len(keys)) == slots)
-            if not live.all():
-                keys = list(compress(keys, live.tolist()))
-                slots, rows = slots[live], rows[live]
-            _group_by_row(self._by_row, keys, slots, rows)
+        kept = self._by_row
+        if self._by_row_runs:
+            runs, self._by_row_runs = self._by_row_runs, []
+            held = np.fromiter(kept, np.int64, len(kept))
+            for r in np.intersect1d(np.concatenate(runs), held).tolist():
+                del kept[r]
+        out = []
+        for r in rows:
+            got = kept.get(r)
+            if got is None:
+                keys = keys_of_row[r]
+                got = kept[r] = dict(zip(keys, map(self._slot.__getitem__, keys)))
+            out.append(got)
+        return out
 
     def hold_order(self) -> dict:
         """Start a suspension: the bind order as it is now (a token for
@@ -440,7 +429,7 @@ class BoundPods(Mapping):
             setattr(out, attr, list(getattr(self, attr)))
         for attr in ("extras", "ports", "_class_ids", "_slot", "_free"):
             setattr(out, attr, dict(getattr(self, attr)))
-        out._by_row, out._by_row_runs = None, []   # built again on its first read
+        out._by_row, out._by_row_runs = {}, []     # rows built again on their first read
         out.shapes = self.shapes                    # shapes are only ever appended
         out._shape_ids = self._shape_ids
         out._top = self._top
@@ -489,14 +478,3 @@ class BoundPods(Mapping):
                 "shape_id": sid,
                 "request": req[sid], "nonzero": nz[sid]}
 
-
-def _group_by_row(by_row: list, keys: list, slots: np.ndarray, rows: np.ndarray) -> None:
-    """``by_row[row][key] = slot`` for the pods ``keys`` in ``slots`` [k] on
-    ``rows`` [k] (``by_row`` grown to the highest row)."""
-    if not keys:
-        return
-    top = int(rows.max()) + 1
-    if top > len(by_row):
-        by_row.extend({} for _ in range(top - len(by_row)))
-    for key, s, r in zip(keys, slots.tolist(), rows.tolist()):
-        by_row[r][key] = s

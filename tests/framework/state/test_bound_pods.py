@@ -37,6 +37,14 @@ ops = st.lists(st.one_of(
     st.tuples(st.just("pop"), st.integers(0, 40))), max_size=40)
 
 
+def _keys_of_rows(model: dict) -> list[list[str]]:
+    """Per node row (20 rows) the keys bound on it (``pods_on_node``)."""
+    out: list[list[str]] = [[] for _ in range(20)]
+    for key, m in model.items():
+        out[m[1]].append(key)
+    return out
+
+
 @settings(max_examples=150, deadline=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
 @given(ops, st.integers(-1, 40))
@@ -52,7 +60,7 @@ def test_table_behaves_as_a_dict_of_rows(seq, read_at):
     model: dict = {}          # key -> (record, row, shape id, ports)
     for at, op in enumerate(seq):
         if at == read_at:
-            table.pods_on_rows([0, 3])
+            table.pods_on_rows([0, 3], _keys_of_rows(model))
         if op[0] == "add":
             _, i, row, shape, with_ports = op
             rec = pod(f"p{i}", priority=i % 3 or None)
@@ -123,8 +131,8 @@ def test_table_behaves_as_a_dict_of_rows(seq, read_at):
     want_rows = [{} for _ in range(20)]
     for key, m in model.items():
         want_rows[m[1]][key] = table._slot[key]
-    assert table.pods_on_rows(list(range(20))) == want_rows
-    assert twin.pods_on_rows(list(range(20))) == want_rows
+    assert table.pods_on_rows(list(range(20)), _keys_of_rows(model)) == want_rows
+    assert twin.pods_on_rows(list(range(20)), _keys_of_rows(model)) == want_rows
 
 
 def test_freed_slots_out_of_order_keep_each_pods_own_columns():
@@ -320,15 +328,27 @@ def test_pods_of_classes_numbered_far_apart():
 
 
 def test_rows_pods_are_built_on_the_first_read_of_a_row_only():
-    """``pods_on_rows`` builds its per-row dicts on the first call that
-    asks for a row (a state whose victim table writes no row pays
-    nothing), then keeps them through binds and removals."""
+    """``pods_on_rows`` builds a row's dict on the first read that asks
+    for that row, from the row's keys (a row never asked costs nothing),
+    then keeps it through binds and removals; a run bound on a kept row
+    has it built again on the next read."""
     table = BoundPods()
     sid = _shape_ids(table)[0]
     table.add_many([pod(f"p{i}") for i in range(4)], np.array([0, 1, 0, 2], np.int64), sid)
-    assert table.pods_on_rows([]) == [] and table._by_row is None
-    got = table.pods_on_rows([0, 2, 7])
+    on_node = [["default/p0", "default/p2"], ["default/p1"], ["default/p3"], [], [], []]
+    assert table.pods_on_rows([], on_node) == [] and table._by_row == {}
+    got = table.pods_on_rows([0, 2, 5], on_node)
     assert got == [{"default/p0": 0, "default/p2": 2}, {"default/p3": 3}, {}]
+    assert sorted(table._by_row) == [0, 2, 5]           # row 1 never asked: not built
     table.pop("default/p0")
     table.add(pod("q"), 2, sid)
-    assert table.pods_on_rows([0, 2]) == [{"default/p2": 2}, {"default/p3": 3, "default/q": 0}]
+    table.add(pod("r"), 1, sid)                         # a row not kept: nothing written
+    assert sorted(table._by_row) == [0, 2, 5]
+    on_node = [["default/p2"], ["default/p1", "default/r"], ["default/p3", "default/q"],
+               [], [], []]
+    assert table.pods_on_rows([0, 2], on_node) == [{"default/p2": 2},
+                                                   {"default/p3": 3, "default/q": 0}]
+    table.add_many([pod("s")], np.array([2], np.int64), sid)
+    on_node[2].append("default/s")
+    assert table.pods_on_rows([2, 0], on_node) == [
+        {"default/p3": 3, "default/q": 0, "default/s": 5}, {"default/p2": 2}]
