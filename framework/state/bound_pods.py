@@ -20,8 +20,9 @@ its own slot, so a suspension need only hold the bind order
 ``extras`` as columns, so a compiled pass gathers them by slot (the victim
 table's row writes) with no dict lookup per pod.  A slot whose pod has no
 extras, and a free slot, hold the defaults (``NO_START``, False): only a
-pod with extras writes them, and its ``pop`` puts them back, so binding
-and removing the pods without extras (most) costs these columns nothing.
+pod with a start time or terminating writes them, and its ``pop`` puts
+them back, so binding and removing the other pods (most) costs these
+columns nothing.
 
 A pod class (``records.pod_columns``) is what pods of one template share:
 every field of their records but the per-pod ones; pods share a class
@@ -364,8 +365,11 @@ class BoundPods(Mapping):
         sid = int(self.shape_id[s])
         cid = int(self.class_id[s])
         extra = self.extras.pop(s, NO_EXTRAS)
-        if extra is not NO_EXTRAS:      # the free slot back to the defaults
+        # the free slot back to the defaults, where ``add`` wrote them (a pod
+        # with only a uid or a phase wrote neither)
+        if extra[_START] is not None:
             self.start_ns[s] = NO_START
+        if extra[_DELETING]:
             self.deleting[s] = False
         entry = PodRow(build_record(self.classes[cid], key, int(self.creation_ns[s]),
                                     self.manifests[s], extra),

@@ -352,3 +352,27 @@ def test_rows_pods_are_built_on_the_first_read_of_a_row_only():
     on_node[2].append("default/s")
     assert table.pods_on_rows([2, 0], on_node) == [
         {"default/p3": 3, "default/q": 0, "default/s": 5}, {"default/p2": 2}]
+
+
+def test_pods_without_start_time_or_deletion_write_neither_column():
+    """Binding and removing pods with no start time and not terminating
+    (a uid only, or no extras at all) writes neither ``start_ns`` nor
+    ``deleting`` (read-only here: a write would raise); a pod with both
+    writes them and its removal puts the defaults back."""
+    table = BoundPods()
+    sid = _shape_ids(table)[0]
+    table.start_ns.flags.writeable = False
+    table.deleting.flags.writeable = False
+    plain = dataclasses.replace(pod("a"), uid=None)
+    table.add(pod("u"), 0, sid)                         # a uid: extras, no start
+    table.add(plain, 1, sid)
+    table.add_many([pod("m0"), pod("m1")], np.array([0, 1], np.int64), sid)
+    for key in ("default/u", "default/a", "default/m0", "default/m1"):
+        table.pop(key)
+    table.start_ns.flags.writeable = True
+    table.deleting.flags.writeable = True
+    table.add(dataclasses.replace(pod("r"), start_ns=5, deleting=True), 0, sid)
+    got = table._slot["default/r"]
+    assert (table.start_ns[got], table.deleting[got]) == (5, True)
+    table.pop("default/r")
+    assert (table.start_ns[got], table.deleting[got]) == (NO_START, False)
