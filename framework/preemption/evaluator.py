@@ -42,20 +42,20 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from itertools import chain, compress, repeat
-from operator import is_, is_not, itemgetter
+from itertools import chain, compress
+from operator import is_, is_not
 
 import numpy as np
 
 from tensorsched.framework.config.plugin_args import DefaultPreemptionArgs
 from tensorsched.framework.parsing.pdb import applies, disruptions_allowed
 from tensorsched.framework.parsing.priorities import NEVER, pod_priority
-from tensorsched.framework.records.pod_columns import EXTRA_FIELDS, NO_EXTRAS
 from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.parsing.selectors import pod_terms
 from tensorsched.framework.runtime.framework import PREFILTER_REJECT_REASON, splitmix64
 from tensorsched.framework.runtime.plugin import FusedFilter
 from tensorsched.framework.runtime.status import Code, Status
+from tensorsched.framework.state.bound_pods import NO_START
 from tensorsched.framework.state.cluster_state import ClusterState
 from tensorsched.kernels import layout as L
 from tensorsched.kernels.backend_names import VICTIMS
@@ -80,12 +80,16 @@ NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominat
 _OFFSET_SALT = 0x5EED0FF5E7
 
 
-_DELETING = EXTRA_FIELDS.index("deleting")
-_START_OF = itemgetter(EXTRA_FIELDS.index("start_ns"))
-_DYING_OF = itemgetter(_DELETING)
-_NONE_AS_NOW = {None: V.START_NOW}
 # up to this many bound classes, ``PodTable._class_map`` checks them all
 _FEW_CLASSES = 64
+# up to this many rows, a sync reads the rows' pods with their slots
+# (``BoundPods.pods_on_rows``); more: keys from the state, slots from the
+# key index in one pass
+_FEW_ROWS = 64
+# False: every sync takes its rows' keys from the state and their slots
+# from the key index (the way before ``pods_on_rows``; for paired timings,
+# ``bench.victim_sync_paired``, and the tests that compare the two)
+ROWS_FROM_BOUND_PODS = True
 # On cuda, a preemptor whose only host filters are PodTopologySpread /
 # InterPodAffinity is searched on counts on the device (``_device_counts_visit``);
 # False: the device pre-pass, then the search on counts on the CPU (the
@@ -175,6 +179,9 @@ class PodTable:
         # columns were read one at a time (host ports, PDBs): ``_write_rows``
         self.row_writes = 0
         self.pods_stepped = 0
+        # keys whose slots a write looked up in the bound pods' key index
+        # (a few rows' come from ``BoundPods.pods_on_rows`` instead)
+        self.slots_looked_up = 0
         # The node columns the victim search reads: None for the state's;
         # the scheduling cycle sets its nominated overlay's around PostFilter
         # (the nominated pods counted in ``requested``, not in the state).
@@ -253,22 +260,28 @@ class PodTable:
             need_c = max(map(len, on_node[:st.n_rows]), default=1)
             self._alloc(n, max(need_c, c, 1), r, wp, wb)
             rows = np.arange(st.n_rows, dtype=np.int64)
-            keys = None
+            keys = on_rows = None
         else:
             rows = self._rows_written()
             if self._kept:
                 rows = self._less_kept(rows)
-            # each row's pods in key order (slot order), for the write too
-            keys = list(map(sorted, map(on_node.__getitem__, rows.tolist())))
+            row_list = rows.tolist()
+            # each row's pods in key order (slot order), for the write too;
+            # a few rows' with their slots (``BoundPods.pods_on_rows``: no
+            # lookup in the whole cluster's key index)
+            on_rows = (st.pods.pods_on_rows(row_list, on_node)
+                       if ROWS_FROM_BOUND_PODS and len(row_list) <= _FEW_ROWS else None)
+            keys = list(map(sorted, on_rows if on_rows is not None
+                            else map(on_node.__getitem__, row_list)))
             biggest = max(map(len, keys), default=0)
             if biggest > c:
                 self._alloc(n, max(biggest, 2 * c), r, wp, wb)
                 rows = np.arange(st.n_rows, dtype=np.int64)
-                keys = None
+                keys = on_rows = None
         self._kept = {}
         self.syncs += 1
         if rows.shape[0]:
-            self._write_rows(rows, keys)
+            self._write_rows(rows, keys, on_rows)
             self.rows_read += rows.shape[0]
             self.row_stamp[rows] = self.syncs
             self._unindexed.append(rows)
@@ -333,15 +346,19 @@ class PodTable:
         self._device.sync_pods(pods, self.layout, self.row_stamp, self.syncs, self.written)
         return self._device
 
-    def _write_rows(self, rows: np.ndarray, keys: list | None = None) -> None:
+    def _write_rows(self, rows: np.ndarray, keys: list | None = None,
+                    on_rows: list | None = None) -> None:
         """Rows ``rows`` [k] int64 (distinct) from the bound-pod columns, in
         one batch: each row's pods in key order (one ``sorted`` a row;
         ``keys``, when given, those lists),
-        their slots, class ids (``_class_map``) and the per-pod fields kept
-        by slot (start time, terminating flag) by C-level passes, then one
-        compiled pass writes every row (``victims.table_rows``).  A pod is
-        read on its own (counted in ``pods_stepped``) only for its host
-        ports or its PDB membership (the PDBs' selectors on its record)."""
+        their slots (from ``on_rows``, the rows' {key: slot} dicts, when
+        given, else the key index: ``slots_looked_up``) and class ids
+        (``_class_map``) by C-level passes, then one compiled pass writes
+        every row (``victims.table_rows``), the start times and terminating
+        flags gathered there from the bound pods' columns by slot
+        (``BoundPods.start_ns`` / ``deleting``).  A pod is read on its own
+        (counted in ``pods_stepped``) only for its host ports or its PDB
+        membership (the PDBs' selectors on its record)."""
         st = self.state
         bound = st.pods
         self.row_writes += 1
@@ -350,26 +367,27 @@ class PodTable:
             keys = list(map(sorted, map(st.pods_on_node.__getitem__, row_list)))
         deque(map(self.keys.__setitem__, row_list, keys), maxlen=0)
         counts = np.fromiter(map(len, keys), np.int64, len(keys))
-        total = int(counts.sum())
         flat = keys[0] if len(keys) == 1 else list(chain.from_iterable(keys))
-        slots = bound.slots_of(flat)
-        slot_list = slots.tolist()
-        if bound.extras and total:
-            extras = list(map(bound.extras.get, slot_list, repeat(NO_EXTRAS, total)))
-            start = list(map(_START_OF, extras))
-            # None (no start time) as START_NOW, the others as they are
-            start = np.fromiter(map(_NONE_AS_NOW.get, start, start), np.int64, total)
-            dying = np.fromiter(map(_DYING_OF, extras), np.bool_, total)
+        total = len(flat)
+        if on_rows is None:
+            self.slots_looked_up += total
+            slots = bound.slots_of(flat)
+        elif len(on_rows) == 1:
+            slots = np.fromiter(map(on_rows[0].__getitem__, flat), np.int64, total)
         else:
-            start = np.full(total, V.START_NOW, np.int64)
-            dying = np.zeros(total, np.bool_)
+            slots = np.fromiter(chain.from_iterable(map(map, [d.__getitem__ for d in on_rows],
+                                                        keys)), np.int64, total)
         cmap = self._class_map(slots)
+        # start times and terminating flags gathered by slot in the pass
+        # (the bound pods' columns), no per-pod read of their extras
         VW.host.write_rows(rows, counts, slots, bound.class_id, bound.class_priority,
-                           bound.shape_id, self._shape_requests(), cmap, start, dying,
-                           self.count, self.prio, self.start, self.req, self.cls, self.shp,
-                           self.dying, self.ports, self.pdb, V.START_NOW)
+                           bound.shape_id, self._shape_requests(), cmap, bound.start_ns,
+                           bound.deleting, NO_START, self.count, self.prio, self.start,
+                           self.req, self.cls, self.shp, self.dying, self.ports, self.pdb,
+                           V.START_NOW)
         if not (bound.ports or self.pdbs) or not total:
             return
+        slot_list = slots.tolist()
         # (row, slot position) of every pod, row after row
         at_row = np.repeat(rows, counts)
         at_pos = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts,
@@ -595,8 +613,10 @@ def helpful_rows_of_reasons(fw, reasons: np.ndarray, ctx, rows: np.ndarray, *,
     first are kept among the rows and that filter asked about them
     (``unresolvable``, the same rows in the same order as
     ``status_codes_and_helpful`` asks), those it finds unresolvable
-    dropped and counted.  ``ONE_PASS_HELPFUL`` False: through
-    ``status_codes_and_helpful`` (tests compare the two)."""
+    dropped and counted.  Where every row helps the answer is ``rows``
+    itself (the pass writes no copy; callers only read it).
+    ``ONE_PASS_HELPFUL`` False: through ``status_codes_and_helpful``
+    (tests compare the two)."""
     if not ONE_PASS_HELPFUL:
         _, got, unhelpful = status_codes_and_helpful(fw, reasons, ctx, rows, start=start)
         return got, unhelpful
@@ -611,7 +631,7 @@ def helpful_rows_of_reasons(fw, reasons: np.ndarray, ctx, rows: np.ndarray, *,
         reasons, int(start) % max(m, 1), bits, code_of, int(L.R_PREFILTER_NAMES),
         int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), int(Code.ERROR), int(L.R_INVALID_ROW),
         rows, int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), out, pending_at, pending_p)
-    got = out[:n]
+    got = rows if n == m else out[:n]       # every row helps: the pass wrote no copy
     if not k:
         return got, int(unhelpful)
     at, by = pending_at[:k], pending_p[:k]

@@ -12,7 +12,17 @@ its own slot, so a suspension need only hold the bind order
                    pair, one per distinct shape (pods of a template share it);
   ``class_id``     [cap] int32, its pod class (below);
   ``creation_ns``  [cap] int64, ``metadata.creationTimestamp`` in ns (0: absent);
+  ``start_ns``     [cap] int64, ``status.startTime`` in ns (``NO_START``: absent);
+  ``deleting``     [cap] bool, the pod is terminating (``metadata.deletionTimestamp``);
   ``manifests``    the pod's object (``PodRecord.obj``), by reference.
+
+``start_ns`` and ``deleting`` repeat two of the per-pod fields kept in
+``extras`` as columns, so a compiled pass gathers them by slot (the victim
+table's row writes) with no dict lookup per pod.  A slot whose pod has no
+extras, and a free slot, hold the defaults (``NO_START``, False): only a
+pod with a start time or terminating writes them, and its ``pop`` puts
+them back, so binding and removing the other pods (most) costs these
+columns nothing.
 
 A pod class (``records.pod_columns``) is what pods of one template share:
 every field of their records but the per-pod ones; pods share a class
@@ -48,12 +58,19 @@ from itertools import chain, islice
 import numpy as np
 
 from tensorsched.framework.records.pod_columns import (
+    EXTRA_FIELDS,
     NO_EXTRAS,
     PodColumns,
     build_record,
     extras_of,
 )
 from tensorsched.framework.records.records import PodRecord
+
+# ``start_ns`` of a pod without ``status.startTime`` (the largest int64:
+# the victim search's "started now", which sorts after every real time)
+NO_START = (1 << 63) - 1
+_START = EXTRA_FIELDS.index("start_ns")
+_DELETING = EXTRA_FIELDS.index("deleting")
 
 
 @dataclass(slots=True)
@@ -90,6 +107,8 @@ class BoundPods(Mapping):
         self.shape_id = np.zeros(cap, np.int32)
         self.class_id = np.zeros(cap, np.int32)
         self.creation_ns = np.zeros(cap, np.int64)
+        self.start_ns = np.full(cap, NO_START, np.int64)
+        self.deleting = np.zeros(cap, np.bool_)
         self.manifests: list = [None] * cap
         self.extras: dict[int, tuple] = {}              # slot -> EXTRA_FIELDS values
         self.ports: dict[int, tuple[int, ...]] = {}     # slot -> host port ids
@@ -108,6 +127,13 @@ class BoundPods(Mapping):
         self._unindexed: list[tuple[list[str], list[int], int]] = []
         self._free: dict[int, None] = {}                # freed slots, reused last-in first
         self._top = 0                                   # slots ever used (high-water)
+        # row -> its pods' {key: slot} (``pods_on_rows``), only for the rows
+        # a read has asked for (built from the row's keys on its first read),
+        # then kept by ``add`` and ``pop``; the rows of ``add_many``'s runs
+        # since, while any row is kept: a kept row a run touched is dropped
+        # on the next read (built again from its keys)
+        self._by_row: dict[int, dict[str, int]] = {}
+        self._by_row_runs: list[np.ndarray] = []
 
     # ------------------------------------------------------------ Mapping
     @property
@@ -211,7 +237,7 @@ class BoundPods(Mapping):
             return
         new = max(need, 2 * cap)
         for attr, fill in (("node_row", -1), ("shape_id", 0), ("class_id", 0),
-                           ("creation_ns", 0)):
+                           ("creation_ns", 0), ("start_ns", NO_START), ("deleting", False)):
             old = getattr(self, attr)
             arr = np.full(new, fill, old.dtype)
             arr[:cap] = old
@@ -257,11 +283,19 @@ class BoundPods(Mapping):
         self.creation_ns[s] = record.creation_ns or 0
         self.manifests[s] = record.obj
         extra = extras_of(record)
-        if extra != NO_EXTRAS:
+        if extra != NO_EXTRAS:      # (a free slot's start_ns / deleting are the defaults)
             self.extras[s] = extra
+            start = extra[_START]
+            if start is not None:
+                self.start_ns[s] = start
+            if extra[_DELETING]:
+                self.deleting[s] = True
         if port_ids:
             self.ports[s] = port_ids
         self._slot[record.key] = s
+        kept = self._by_row.get(row)
+        if kept is not None:
+            kept[record.key] = s
 
     def add_many(self, pods, rows: np.ndarray, shape_ids) -> np.ndarray:
         """Bind ``pods`` (records, or ``PodColumns`` taken as they are) on
@@ -305,10 +339,20 @@ class BoundPods(Mapping):
         if r:
             deque(map(mf.__setitem__, reused, objs), maxlen=0)
         mf[start:start + k - r] = objs[r:] if r else objs
+        # start_ns / deleting: a free slot holds the defaults (``pop``
+        # resets a pod's with extras), so only the pods with extras write
         for i, extra in cols.extras.items():
-            self.extras[reused[i] if i < r else start + i - r] = extra
-        # the keys go into the index when it is next read (``_slot``)
+            s = reused[i] if i < r else start + i - r
+            self.extras[s] = extra
+            if extra[_START] is not None:
+                self.start_ns[s] = extra[_START]
+            if extra[_DELETING]:
+                self.deleting[s] = True
+        # the keys go into the index when it is next read (``_slot``), and
+        # into the rows' pods when those are next read (``pods_on_rows``)
         self._unindexed.append((cols.keys, reused, start))
+        if self._by_row:
+            self._by_row_runs.append(np.array(rows, np.int64))
         return slots
 
     def pop(self, key: str, *default):
@@ -320,14 +364,48 @@ class BoundPods(Mapping):
             raise KeyError(key)
         sid = int(self.shape_id[s])
         cid = int(self.class_id[s])
+        extra = self.extras.pop(s, NO_EXTRAS)
+        # the free slot back to the defaults, where ``add`` wrote them (a pod
+        # with only a uid or a phase wrote neither)
+        if extra[_START] is not None:
+            self.start_ns[s] = NO_START
+        if extra[_DELETING]:
+            self.deleting[s] = False
         entry = PodRow(build_record(self.classes[cid], key, int(self.creation_ns[s]),
-                                    self.manifests[s], self.extras.pop(s, NO_EXTRAS)),
+                                    self.manifests[s], extra),
                        int(self.node_row[s]), sid, self.shapes[sid], self.ports.pop(s, ()), s)
         self.node_row[s] = -1
         self.manifests[s] = None
         self._release_class(cid)
         self._free[s] = None
+        kept = self._by_row.get(entry.node_row)
+        if kept is not None:
+            kept.pop(key, None)     # (a run's pod on a kept row, not joined yet: none)
         return entry
+
+    def pods_on_rows(self, rows: list[int], keys_of_row) -> list[dict[str, int]]:
+        """Per node row of ``rows`` its bound pods as {key: slot} (the
+        live dicts: read them, do not keep or change them).  A row is built
+        on its first read from ``keys_of_row[row]`` (the keys bound on it:
+        ``ClusterState.pods_on_node``; O(its pods)), then kept by ``add`` /
+        ``pop``; a kept row an ``add_many`` run touched since the last read
+        is built again.  Rows never asked cost nothing, on reads or binds."""
+        if not rows:
+            return []
+        kept = self._by_row
+        if self._by_row_runs:
+            runs, self._by_row_runs = self._by_row_runs, []
+            held = np.fromiter(kept, np.int64, len(kept))
+            for r in np.intersect1d(np.concatenate(runs), held).tolist():
+                del kept[r]
+        out = []
+        for r in rows:
+            got = kept.get(r)
+            if got is None:
+                keys = keys_of_row[r]
+                got = kept[r] = dict(zip(keys, map(self._slot.__getitem__, keys)))
+            out.append(got)
+        return out
 
     def hold_order(self) -> dict:
         """Start a suspension: the bind order as it is now (a token for
@@ -348,12 +426,14 @@ class BoundPods(Mapping):
     def copy(self) -> BoundPods:
         """An independent table with the same pods, slots and order."""
         out = BoundPods.__new__(BoundPods)
-        for attr in ("node_row", "shape_id", "class_id", "creation_ns", "class_priority"):
+        for attr in ("node_row", "shape_id", "class_id", "creation_ns", "start_ns", "deleting",
+                     "class_priority"):
             setattr(out, attr, getattr(self, attr).copy())
         for attr in ("manifests", "classes", "_class_refs", "_free_classes"):
             setattr(out, attr, list(getattr(self, attr)))
         for attr in ("extras", "ports", "_class_ids", "_slot", "_free"):
             setattr(out, attr, dict(getattr(self, attr)))
+        out._by_row, out._by_row_runs = {}, []     # rows built again on their first read
         out.shapes = self.shapes                    # shapes are only ever appended
         out._shape_ids = self._shape_ids
         out._top = self._top
@@ -401,3 +481,4 @@ class BoundPods(Mapping):
                 "class_id": self.class_id[slots],
                 "shape_id": sid,
                 "request": req[sid], "nonzero": nz[sid]}
+

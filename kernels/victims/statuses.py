@@ -30,7 +30,10 @@ with no codes array: one pass in row order reading ``reasons`` rotated
 pending (host filter p to ask) is kept among the rows, its index in
 ``rows_out`` written to ``pending_at[k]`` and p to ``pending_p[k]`` (k
 such nodes, in row order): the caller drops those the filter then finds
-unresolvable.
+unresolvable.  ``rows_out`` is written only from the first node left out
+on (the rows before it copied then): where every node helps (n == M, a
+full cluster's failed cycle) nothing is written and ``all_rows`` is the
+answer, read by no pass.
 
 ``first_rejector`` and ``helpful_of_reasons`` walk the rejectors
 (``code_of_reasons``) once per change of the reason bits along the nodes,
@@ -112,6 +115,7 @@ def _helpful_of_reasons(reasons, start, bits, code_of, pf_bits, pf_code, error_c
     k = 0
     last_r = 0
     last_c = 0
+    copying = False                         # a node left out: rows_out holds the answer
     j = m - start if start else 0           # row-order position 0 is position (-start) % m
     for i in range(m):
         if j == m:
@@ -123,12 +127,17 @@ def _helpful_of_reasons(reasons, start, bits, code_of, pf_bits, pf_code, error_c
             last_c = code_of_reasons(r, bits, code_of, pf_bits, pf_code, error_code, invalid)
         if last_c == not_helpful or last_c == 0:
             unhelpful += 1
+            if not copying:                 # every node before this one helps (n == i)
+                for t in range(n):
+                    rows_out[t] = all_rows[t]
+                copying = True
         else:
             if last_c <= -2:
                 pending_at[k] = n
                 pending_p[k] = -(2 + last_c)
                 k += 1
-            rows_out[n] = all_rows[i]
+            if copying:
+                rows_out[n] = all_rows[i]
             n += 1
     return n, unhelpful, k
 

@@ -4,17 +4,18 @@ row writes): every row blanked and its pods' slots filled, no NumPy call
 per column nor Python step per pod.
 
 ``write_rows(rows, counts, slots, class_id, class_priority, shape_id,
-shape_req, class_map, start_of, dying_of, count, prio, start, req, cls,
-shp, dying, ports, pdb, start_now)``: ``rows`` [k] int64 the table rows
+shape_req, class_map, start_ns, deleting, no_start, count, prio, start,
+req, cls, shp, dying, ports, pdb, start_now)``: ``rows`` [k] int64 the table rows
 (distinct); ``counts`` [k] their pods; ``slots`` [sum(counts)] int64 the
 pods' bound slots, row after row, each row's in slot (key) order;
 ``class_id`` / ``shape_id`` [cap] the bound pods' class and shape ids by
 slot, ``class_priority`` [classes] the classes' priorities, ``shape_req``
 [S, R'] int64 each shape's request (R' <= R columns; the rest 0),
 ``class_map`` [classes] int64 the table's class id of each bound class
-id; ``start_of`` [sum(counts)] int64 each pod's start (ns, ``start_now``
-for none) and ``dying_of`` [sum(counts)] bool its terminating flag, in
-``slots``' order.  Writes, per row i and slot position s: ``count[i]``,
+id; ``start_ns`` [cap] int64 the bound pods' start times by slot (ns,
+``no_start`` for none: written as ``start_now``) and ``deleting`` [cap]
+bool their terminating flags by slot (gathered here: no per-pod pass
+before the call).  Writes, per row i and slot position s: ``count[i]``,
 ``prio``, ``start``, ``req`` [.., R], ``cls``, ``shp``, ``dying``; ports
 and PDB bits are zeroed (the caller sets the few pods' bits).  Free slots
 hold 0, ``start_now``, 0, -1, -1, False.
@@ -43,8 +44,8 @@ __all__ = ["host", "row_width"]
 
 
 def _write_rows(rows, counts, slots, class_id, class_priority, shape_id, shape_req, class_map,
-                start_of, dying_of, count, prio, start, req, cls, shp, dying, ports, pdb,
-                start_now):
+                start_ns, deleting, no_start, count, prio, start, req, cls, shp, dying, ports,
+                pdb, start_now):
     width = prio.shape[1]
     n_res = req.shape[2]
     have_res = min(n_res, shape_req.shape[1])
@@ -66,8 +67,9 @@ def _write_rows(rows, counts, slots, class_id, class_priority, shape_id, shape_r
                     req[i, s, r] = shape_req[sid, r]
                 for r in range(have_res, n_res):
                     req[i, s, r] = 0
-                start[i, s] = start_of[at]
-                dying[i, s] = dying_of[at]
+                t = start_ns[slot]
+                start[i, s] = start_now if t == no_start else t
+                dying[i, s] = deleting[slot]
             else:
                 prio[i, s] = 0
                 cls[i, s] = -1

@@ -21,6 +21,7 @@ from tensorsched.generators import clusters as synthetic
 from tensorsched.bench.preemption import build as build_preemption
 from tensorsched.bench.preemption import run_preemption
 from tensorsched.framework.parsing.manifests import parse_node
+from tensorsched.framework.preemption import evaluator as EV
 from tensorsched.framework.preemption.evaluator import PodTable
 from tensorsched.framework.records.records import HostPort, PodDisruptionBudgetRecord
 from tensorsched.framework.state.cluster_state import add_pods, remove_pods
@@ -390,3 +391,40 @@ def test_a_row_whose_classes_are_all_mapped_looks_at_none_one_by_one():
     table.sync()
     assert table.class_entries_mapped == mapped + 1
     _assert_as_read_afresh(table)
+
+
+@pytest.mark.parametrize("from_bound_pods", [True, False])
+def test_a_few_rows_take_their_slots_from_the_rows_pods_not_the_key_index(
+        from_bound_pods, monkeypatch):
+    """A sync of a few rows reads each row's pods with their slots
+    (``BoundPods.pods_on_rows``, kept by binds and removals): no key is
+    looked up in the whole cluster's key index (``slots_looked_up``), only
+    the first, whole write does.  A pod taken out, its slot given to
+    another pod, then put back (a fresh slot), and a run of pods bound
+    between two syncs: the table is as read afresh, the same with
+    ``ROWS_FROM_BOUND_PODS`` False (every row's slots from the key index)."""
+    monkeypatch.setattr(EV, "ROWS_FROM_BOUND_PODS", from_bound_pods)
+    cluster, state, template = _cluster(40)
+    for key in ("low-31-0", "low-5-3", "low-2-0"):  # room on node-31, -5, -2: the
+        state.remove_pod(f"default/{key}")          # table keeps its width
+    table = PodTable(state)
+    table.sync()
+    whole = len(state.pods)
+    assert table.slots_looked_up == whole
+    state.remove_pod("default/low-17-0")
+    _bind(state, template, "moved", "node-31")
+    table.sync()
+    assert (table.slots_looked_up == whole) == from_bound_pods   # none since the whole write
+    _assert_as_read_afresh(table)
+    entry = state.remove_pod("default/low-5-1")
+    _bind(state, template, "other", "node-5")       # takes low-5-1's freed slot
+    state.add_pod(entry.record, "node-5")           # back, in a fresh slot
+    assert state.pods._slot["default/other"] == entry.slot
+    table.sync()
+    _assert_as_read_afresh(table)
+    state.remove_pod("default/low-9-0")
+    add_pods(state, [dataclasses.replace(template, name=f"run-{j}", uid=f"run-{j}")
+                     for j in range(2)], ["node-2", "node-9"])
+    table.sync()
+    _assert_as_read_afresh(table)
+    assert (table.slots_looked_up == whole) == from_bound_pods

@@ -150,3 +150,27 @@ def test_codes_follow_the_first_rejecting_filter(data):
         assert rows_only.tolist() == rows.tolist() and unhelpful_only == unhelpful
         asked_by[one_pass] = [list(p.asked) for p in filters if isinstance(p, _Host)]
     assert asked_by[True] == asked_by[False]
+
+
+def test_where_every_row_helps_the_rows_come_back_uncopied():
+    """Every node rejected by an Unschedulable filter (a full cluster's
+    failed cycle): the one-pass rows where preemption might help are the
+    given rows array itself (the pass writes no copy), equal to the
+    two-pass answer at every start.  One node left out (first, inside,
+    last) and the answer is a copy without it."""
+    fw = _Fw([_Fused(1 << 3, False), _Fused(1 << 4, True)])
+    m = 9
+    all_rows = np.arange(2, 2 + 2 * m, 2, dtype=np.int64)
+    for start in (0, 4, m - 1):
+        reasons = np.full(m, 1 << 3, np.int64)
+        got, unhelpful = helpful_rows_of_reasons(fw, reasons, None, all_rows, start=start)
+        assert got is all_rows and unhelpful == 0
+        _, want, _ = status_codes_and_helpful(fw, reasons, None, all_rows, start=start)
+        assert want.tolist() == all_rows.tolist()
+        for out_at in (0, 5, m - 1):        # row-order position left out
+            reasons = np.full(m, 1 << 3, np.int64)
+            reasons[(out_at - start) % m] = 1 << 4      # unresolvable there
+            got, unhelpful = helpful_rows_of_reasons(fw, reasons, None, all_rows, start=start)
+            _, want, _ = status_codes_and_helpful(fw, reasons, None, all_rows, start=start)
+            assert got is not all_rows and unhelpful == 1
+            assert got.tolist() == want.tolist() == np.delete(all_rows, out_at).tolist()

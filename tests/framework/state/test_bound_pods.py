@@ -16,7 +16,7 @@ from tensorsched.framework.errors import StateError
 from tensorsched.framework.parsing.manifests import parse_pod
 from tensorsched.framework.parsing.pod_templates import PodTemplates
 from tensorsched.framework.records.pod_columns import PodColumns
-from tensorsched.framework.state.bound_pods import BoundPods
+from tensorsched.framework.state.bound_pods import NO_START, BoundPods
 from tensorsched.framework.state.cluster_state import ClusterState
 
 SHAPES = [(np.array([100, 1 << 20, 0, 1], np.int64), (100, 1 << 20)),
@@ -37,19 +37,37 @@ ops = st.lists(st.one_of(
     st.tuples(st.just("pop"), st.integers(0, 40))), max_size=40)
 
 
+def _keys_of_rows(model: dict) -> list[list[str]]:
+    """Per node row (20 rows) the keys bound on it (``pods_on_node``)."""
+    out: list[list[str]] = [[] for _ in range(20)]
+    for key, m in model.items():
+        out[m[1]].append(key)
+    return out
+
+
 @settings(max_examples=150, deadline=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
-@given(ops)
-def test_table_behaves_as_a_dict_of_rows(seq):
+@given(ops, st.integers(-1, 40))
+def test_table_behaves_as_a_dict_of_rows(seq, read_at):
+    """Adds, runs and pops behave as the dict of rows they replace; the
+    per-slot start times and terminating flags are the records' (a free
+    slot's the defaults); and the
+    pods per node row (``pods_on_rows``, first read before op ``read_at``
+    (-1: not before the end), then kept by the ops) are the model's, with
+    their slots."""
     table = BoundPods(capacity=2)
     sids = _shape_ids(table)
     model: dict = {}          # key -> (record, row, shape id, ports)
-    for op in seq:
+    for at, op in enumerate(seq):
+        if at == read_at:
+            table.pods_on_rows([0, 3], _keys_of_rows(model))
         if op[0] == "add":
             _, i, row, shape, with_ports = op
             rec = pod(f"p{i}", priority=i % 3 or None)
             if i % 4 == 1:                          # a running pod: a start time
                 rec = dataclasses.replace(rec, start_ns=1000 + i)
+            if i % 5 == 2:                          # a terminating pod
+                rec = dataclasses.replace(rec, deleting=True)
             if rec.key in model:
                 continue
             ports = (i, i + 1) if with_ports else ()
@@ -58,6 +76,8 @@ def test_table_behaves_as_a_dict_of_rows(seq):
         elif op[0] == "many":
             _, idx, row, shape = op
             recs = [pod(f"p{i}", priority=i) for i in idx if f"default/p{i}" not in model]
+            recs = [dataclasses.replace(r, start_ns=7 + k, deleting=k % 2 == 0) if k % 3 == 1
+                    else r for k, r in enumerate(recs)]
             rows = np.arange(row, row + len(recs), dtype=np.int64)
             table.add_many(recs, rows, sids[shape])
             for rec, r in zip(recs, rows.tolist()):
@@ -96,6 +116,23 @@ def test_table_behaves_as_a_dict_of_rows(seq):
         -1 if model[k][0].start_ns is None else model[k][0].start_ns for k in keys]
     # freed slots are reused before the table grows
     assert table._top == len(table) + len(table._free)
+    # the per-slot columns a compiled pass gathers: start time and
+    # terminating flag (reused slots hold their new pod's)
+    assert table.start_ns[slots].tolist() == [
+        NO_START if model[k][0].start_ns is None else model[k][0].start_ns for k in keys]
+    assert table.deleting[slots].tolist() == [bool(model[k][0].deleting) for k in keys]
+    # a free slot holds the defaults (a pod bound there later without
+    # extras writes none)
+    free = np.array(sorted(table._free), np.int64)
+    assert (table.start_ns[free] == NO_START).all() and not table.deleting[free].any()
+    twin = table.copy()
+    assert twin.start_ns.tolist() == table.start_ns.tolist()
+    assert twin.deleting.tolist() == table.deleting.tolist()
+    want_rows = [{} for _ in range(20)]
+    for key, m in model.items():
+        want_rows[m[1]][key] = table._slot[key]
+    assert table.pods_on_rows(list(range(20)), _keys_of_rows(model)) == want_rows
+    assert twin.pods_on_rows(list(range(20)), _keys_of_rows(model)) == want_rows
 
 
 def test_freed_slots_out_of_order_keep_each_pods_own_columns():
@@ -288,3 +325,54 @@ def test_pods_of_classes_numbered_far_apart():
     for k in (0, 4199, 7, 4192):
         assert table.record(f"default/c{k}") == recs[k]
     assert len({int(table.class_id[table._slot[f"default/c{k}"]]) for k in (0, 4199, 7)}) == 3
+
+
+def test_rows_pods_are_built_on_the_first_read_of_a_row_only():
+    """``pods_on_rows`` builds a row's dict on the first read that asks
+    for that row, from the row's keys (a row never asked costs nothing),
+    then keeps it through binds and removals; a run bound on a kept row
+    has it built again on the next read."""
+    table = BoundPods()
+    sid = _shape_ids(table)[0]
+    table.add_many([pod(f"p{i}") for i in range(4)], np.array([0, 1, 0, 2], np.int64), sid)
+    on_node = [["default/p0", "default/p2"], ["default/p1"], ["default/p3"], [], [], []]
+    assert table.pods_on_rows([], on_node) == [] and table._by_row == {}
+    got = table.pods_on_rows([0, 2, 5], on_node)
+    assert got == [{"default/p0": 0, "default/p2": 2}, {"default/p3": 3}, {}]
+    assert sorted(table._by_row) == [0, 2, 5]           # row 1 never asked: not built
+    table.pop("default/p0")
+    table.add(pod("q"), 2, sid)
+    table.add(pod("r"), 1, sid)                         # a row not kept: nothing written
+    assert sorted(table._by_row) == [0, 2, 5]
+    on_node = [["default/p2"], ["default/p1", "default/r"], ["default/p3", "default/q"],
+               [], [], []]
+    assert table.pods_on_rows([0, 2], on_node) == [{"default/p2": 2},
+                                                   {"default/p3": 3, "default/q": 0}]
+    table.add_many([pod("s")], np.array([2], np.int64), sid)
+    on_node[2].append("default/s")
+    assert table.pods_on_rows([2, 0], on_node) == [
+        {"default/p3": 3, "default/q": 0, "default/s": 5}, {"default/p2": 2}]
+
+
+def test_pods_without_start_time_or_deletion_write_neither_column():
+    """Binding and removing pods with no start time and not terminating
+    (a uid only, or no extras at all) writes neither ``start_ns`` nor
+    ``deleting`` (read-only here: a write would raise); a pod with both
+    writes them and its removal puts the defaults back."""
+    table = BoundPods()
+    sid = _shape_ids(table)[0]
+    table.start_ns.flags.writeable = False
+    table.deleting.flags.writeable = False
+    plain = dataclasses.replace(pod("a"), uid=None)
+    table.add(pod("u"), 0, sid)                         # a uid: extras, no start
+    table.add(plain, 1, sid)
+    table.add_many([pod("m0"), pod("m1")], np.array([0, 1], np.int64), sid)
+    for key in ("default/u", "default/a", "default/m0", "default/m1"):
+        table.pop(key)
+    table.start_ns.flags.writeable = True
+    table.deleting.flags.writeable = True
+    table.add(dataclasses.replace(pod("r"), start_ns=5, deleting=True), 0, sid)
+    got = table._slot["default/r"]
+    assert (table.start_ns[got], table.deleting[got]) == (5, True)
+    table.pop("default/r")
+    assert (table.start_ns[got], table.deleting[got]) == (NO_START, False)
