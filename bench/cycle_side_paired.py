@@ -17,10 +17,8 @@ import os
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
-import argparse      # noqa: E402
-
-from tensorsched.bench.harness import write_record  # noqa: E402
-from tensorsched.bench.preempt_retry_paired import paired  # noqa: E402
+from tensorsched.bench.preempt_retry_paired import (  # noqa: E402
+    paired, paired_main, paired_record)
 from tensorsched.kernels import domain_rules_cycle as DRC  # noqa: E402
 
 
@@ -34,31 +32,14 @@ def run(workload: str, nodes: int, pods: int, block: int) -> dict:
         rec, got = paired(workload, nodes, pods, block, _paths, ("new", "old"))
     finally:
         _paths(None, True)
-    return {"bench": "host CPU microseconds a preemptor, a failed cycle's rules staging "
-                     "sent by one driver copy (new) or by the device array's copy (old), "
-                     "blocks taking turns in one process (bench.cycle_side_paired)",
-            "workload": workload, "nodes": nodes, "pods": pods, "block": block,
-            "backend": "cuda", "simulator": os.environ.get("NUMBA_ENABLE_CUDASIM") == "1",
-            "stub_all": True, **got,
-            "placements_sha256": rec["placements_sha256"], "preemptions": rec["preemptions"],
-            **{k: rec[k] for k in ("seed", "commit", "machine", "timestamp", "load")}}
+    return paired_record("host CPU microseconds a preemptor, a failed cycle's rules staging "
+                         "sent by one driver copy (new) or by the device array's copy (old), "
+                         "blocks taking turns in one process (bench.cycle_side_paired)",
+                         rec, got, workload, nodes, pods, block)
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workload", default="preemption-spread",
-                    choices=("preemption", "preemption-spread", "preemption-antiaffinity"))
-    ap.add_argument("--nodes", type=int, default=10_000)
-    ap.add_argument("--pods", type=int, default=60)
-    ap.add_argument("--block", type=int, default=10,
-                    help="preemptors a side takes in turn (the first of each left out)")
-    ap.add_argument("--output", default=None)
-    args = ap.parse_args(argv)
-    if args.block < 2 or args.pods < 2 * args.block:
-        ap.error("--block must be at least 2 and --pods at least twice --block")
-    rec = run(args.workload, args.nodes, args.pods, args.block)
-    write_record(rec, args.output)
-    return 0
+    return paired_main(argv, __doc__, run, "preemption-spread")
 
 
 if __name__ == "__main__":

@@ -67,22 +67,26 @@ def _trust(sched, trusted: bool) -> None:
     sched.cycle.trust_victim_search = trusted
 
 
-def run(workload: str, nodes: int, pods: int, block: int) -> dict:
-    """The record of one paired run (module doc)."""
-    rec, got = paired(workload, nodes, pods, block, _trust, ("trusted", "checked"))
-    return {"bench": "host CPU microseconds a preemptor, the retry's row check left out "
-                     "where the victim search proved the fit (trusted) or made (checked), "
-                     "blocks taking turns in one process (bench.preempt_retry_paired)",
-            "workload": workload, "nodes": nodes, "pods": pods, "block": block,
+def paired_record(bench: str, rec: dict, got: dict, workload: str, nodes: int, pods: int,
+                  block: int, **extra) -> dict:
+    """The JSON record of one paired run: ``bench`` says what the sides
+    are, ``got`` each side's attempts (``paired``), ``extra`` fields the
+    bench adds, ``rec`` (``preempt_host``'s record) the placements and the
+    machine."""
+    return {"bench": bench, "workload": workload, "nodes": nodes, "pods": pods,
+            "block": block, **extra,
             "backend": "cuda", "simulator": os.environ.get("NUMBA_ENABLE_CUDASIM") == "1",
             "stub_all": True, **got,
             "placements_sha256": rec["placements_sha256"], "preemptions": rec["preemptions"],
             **{k: rec[k] for k in ("seed", "commit", "machine", "timestamp", "load")}}
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workload", default="preemption",
+def paired_main(argv, doc: str, run, workload: str = "preemption") -> int:
+    """The command line of a paired bench: ``run(workload, nodes, pods,
+    block)``'s record written (``harness.write_record``); ``workload`` the
+    default."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--workload", default=workload,
                     choices=("preemption", "preemption-spread", "preemption-antiaffinity"))
     ap.add_argument("--nodes", type=int, default=10_000)
     ap.add_argument("--pods", type=int, default=60)
@@ -95,6 +99,19 @@ def main(argv=None) -> int:
     rec = run(args.workload, args.nodes, args.pods, args.block)
     write_record(rec, args.output)
     return 0
+
+
+def run(workload: str, nodes: int, pods: int, block: int) -> dict:
+    """The record of one paired run (module doc)."""
+    rec, got = paired(workload, nodes, pods, block, _trust, ("trusted", "checked"))
+    return paired_record("host CPU microseconds a preemptor, the retry's row check left out "
+                         "where the victim search proved the fit (trusted) or made (checked), "
+                         "blocks taking turns in one process (bench.preempt_retry_paired)",
+                         rec, got, workload, nodes, pods, block)
+
+
+def main(argv=None) -> int:
+    return paired_main(argv, __doc__, run)
 
 
 if __name__ == "__main__":
