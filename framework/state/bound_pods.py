@@ -481,4 +481,3 @@ class BoundPods(Mapping):
                 "class_id": self.class_id[slots],
                 "shape_id": sid,
                 "request": req[sid], "nonzero": nz[sid]}
-
