@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hypothesis import strategies as st
 from reference.oracle import (
     oracle_pick_one_node,
     oracle_select_victims_on_node,
@@ -77,6 +78,17 @@ def preemption_node(name, cpu, pods, zone):
         labels["zone"] = zone
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
             "status": {"capacity": dict(alloc), "allocatable": alloc}}
+
+
+def drawn_node(draw, name, cpu, pods):
+    """A hypothesis-drawn ``preemption_node``: a zone among three or none,
+    a rack label half the time, a NoSchedule taint one time in six."""
+    node = preemption_node(name, cpu, pods, draw(st.sampled_from(["z1", "z2", "z3", None])))
+    if draw(st.booleans()):
+        node["metadata"]["labels"]["rack"] = draw(st.sampled_from(["r1", "r2"]))
+    if draw(st.integers(0, 5)) == 0:
+        node["spec"] = {"taints": [{"key": "t", "value": "x", "effect": "NoSchedule"}]}
+    return node
 
 
 def _oracle(objs, pre):

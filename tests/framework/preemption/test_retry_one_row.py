@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from support.preemption import (
     HOST,
     PREEMPTION_CONFIG,
+    drawn_node,
     preemption_node,
     preemption_pod,
 )
@@ -33,11 +34,7 @@ def cases(draw):
     objs = []
     n = draw(st.integers(1, 7))
     for i in range(n):
-        node = preemption_node(f"n{i}", 1000, 20, draw(st.sampled_from(["z1", "z2", "z3", None])))
-        if draw(st.booleans()):
-            node["metadata"]["labels"]["rack"] = draw(st.sampled_from(["r1", "r2"]))
-        if draw(st.integers(0, 5)) == 0:
-            node["spec"] = {"taints": [{"key": "t", "value": "x", "effect": "NoSchedule"}]}
+        node = drawn_node(draw, f"n{i}", 1000, 20)
         objs.append(node)
         for k in range(draw(st.integers(0, 5))):
             objs.append(preemption_pod(f"p{i}-{k}", f"n{i}", app=draw(APPS), cpu=10))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.preemption import HOST, PREEMPTION_CONFIG, preemption_node, preemption_pod
+from support.preemption import HOST, PREEMPTION_CONFIG, drawn_node, preemption_pod
 
 from tensorsched.framework.parsing.priorities import pod_priority
 from tensorsched.framework.preemption.host_search import HostVictimSearch, active_host_filters
@@ -27,12 +27,8 @@ APPS = st.sampled_from(["a", "b"])
 def cases(draw):
     objs = []
     for i in range(draw(st.integers(1, 7))):
-        node = preemption_node(f"n{i}", draw(st.sampled_from([400, 600, 1000])),
-                     draw(st.integers(3, 8)), draw(st.sampled_from(["z1", "z2", "z3", None])))
-        if draw(st.booleans()):
-            node["metadata"]["labels"]["rack"] = draw(st.sampled_from(["r1", "r2"]))
-        if draw(st.integers(0, 5)) == 0:
-            node["spec"] = {"taints": [{"key": "t", "value": "x", "effect": "NoSchedule"}]}
+        node = drawn_node(draw, f"n{i}", draw(st.sampled_from([400, 600, 1000])),
+                          draw(st.integers(3, 8)))
         objs.append(node)
         for k in range(draw(st.integers(0, 6))):
             objs.append(preemption_pod(f"p{i}-{k}", f"n{i}", prio=draw(st.sampled_from([-5, 0, 3, 7])),

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from support.heard_pods import bound_state, watch
-from support.preemption import HOST, preemption_node, preemption_pod
+from support.preemption import HOST, drawn_node, preemption_node, preemption_pod
 from tensorsched.framework.preemption.evaluator import fits_on_row
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler import schedule_one as S1
@@ -125,12 +125,7 @@ def host_filter_workloads(draw):
     n = draw(st.integers(1, 6))
     objs = []
     for i in range(n):
-        node = preemption_node(f"n{i}", draw(st.sampled_from([300, 500])), 20,
-                               draw(st.sampled_from(["z1", "z2", "z3", None])))
-        if draw(st.booleans()):
-            node["metadata"]["labels"]["rack"] = draw(st.sampled_from(["r1", "r2"]))
-        if draw(st.integers(0, 5)) == 0:
-            node["spec"] = {"taints": [{"key": "t", "value": "x", "effect": "NoSchedule"}]}
+        node = drawn_node(draw, f"n{i}", draw(st.sampled_from([300, 500])), 20)
         objs.append(node)
         for k in range(draw(st.integers(0, 5))):
             anti = (HOST, draw(APPS)) if draw(st.integers(0, 6)) == 0 else None
