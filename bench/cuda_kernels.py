@@ -113,7 +113,8 @@ LAUNCHES: dict[str, Launch] = {
         "kernels.victims._cuda:THREADS_PER_BLOCK", (_V + "test_device.py",)),
     "kernels.victims._counts_cuda:counts_kernel": Launch(
         "kernels.victims._counts_cuda:THREADS_PER_BLOCK",
-        (_P + "test_victims_counts_device.py::test_device_on_counts_equals_numba_visit",)),
+        (_P + "test_victims_counts_device.py"
+              "::test_device_on_counts_equals_numba_visit_on_random_cases",)),
     "kernels.victims._pick_cuda:pick_kernel": Launch(
         "kernels.victims._pick_cuda:PICK_THREADS", (_V + "test_pick.py",)),
     "kernels.victims._pick_cuda:scatter_packed_kernel": Launch(
