@@ -26,12 +26,20 @@ from tensorsched.framework.records.records import PodDisruptionBudgetRecord, Pod
 from .selectors import EVERYTHING, NOTHING, compile_selector, selector_matches
 
 
-def pdb_selects(selector: dict | None, labels: dict) -> bool:
-    """Whether a PDB's ``spec.selector`` selects a pod with ``labels``, by
-    preemption's rule (filterPodsWithPDBViolation): a nil or empty selector
-    selects nothing (where a LabelSelector elsewhere selects everything)."""
+def compiled_pdb_selector(selector: dict | None) -> tuple | None:
+    """A PDB's ``spec.selector`` compiled (``selectors.compile_selector``),
+    or None where it selects nothing by preemption's rule
+    (filterPodsWithPDBViolation): a nil or empty selector selects nothing
+    (where a LabelSelector elsewhere selects everything)."""
     reqs = compile_selector(selector)
-    return reqs not in (NOTHING, EVERYTHING) and selector_matches(reqs, labels)
+    return None if reqs in (NOTHING, EVERYTHING) else reqs
+
+
+def pdb_selects(selector: dict | None, labels: dict) -> bool:
+    """Whether a PDB's ``spec.selector`` selects a pod with ``labels``
+    (``compiled_pdb_selector``'s rule)."""
+    reqs = compiled_pdb_selector(selector)
+    return reqs is not None and selector_matches(reqs, labels)
 
 
 def applies(pdb: PodDisruptionBudgetRecord, pod: PodRecord) -> bool:
@@ -55,11 +63,18 @@ def disruptions_allowed(pdb: PodDisruptionBudgetRecord, pods) -> int:
     matching = [p for p in pods if p.namespace == pdb.namespace
                 and pdb_selects(pdb.selector, p.labels)]
     healthy = sum(1 for p in matching if not p.deleting and p.name not in pdb.disrupted_pods)
+    return allowed_of_counts(pdb, len(matching), healthy)
+
+
+def allowed_of_counts(pdb: PodDisruptionBudgetRecord, matching: int, healthy: int) -> int:
+    """The controller's ``disruptionsAllowed`` (module doc) of a PDB without
+    a status value, from its ``matching`` pods (the expected count) and the
+    ``healthy`` ones among them (not terminating, not named disrupted)."""
     if pdb.max_unavailable is not None:
-        expected = len(matching)
+        expected = matching
         desired = max(0, expected - _scaled(pdb.max_unavailable, expected))
     elif pdb.min_available is not None:
-        expected = len(matching)
+        expected = matching
         desired = _scaled(pdb.min_available, expected)
     else:
         expected, desired = 0, 0

@@ -48,7 +48,6 @@ from operator import is_, is_not
 import numpy as np
 
 from tensorsched.framework.config.plugin_args import DefaultPreemptionArgs
-from tensorsched.framework.parsing.pdb import applies, disruptions_allowed
 from tensorsched.framework.parsing.priorities import NEVER, pod_priority
 from tensorsched.framework.records.records import PodRecord
 from tensorsched.framework.parsing.selectors import pod_terms
@@ -70,6 +69,7 @@ from tensorsched.kernels.victims.sync_journal import SyncJournal
 
 from .filter_hooks import exempt_bits
 from .host_search import HostVictimSearch, active_host_filters, filters_memo
+from .pdb_membership import PdbMembership
 from .probe_tables import ProbeTables
 from .visit import visit_candidates
 
@@ -145,6 +145,9 @@ class PodTable:
         self.index_passes = 0
         self.rows_indexed = 0
         self.pdbs = list(pdbs)
+        # which PDBs cover each bound pod class, and their disruptionsAllowed
+        # from class counts (no record or selector per bound pod)
+        self.membership = PdbMembership(self.pdbs)
         self.seen = -1
         self.shape = None
         self.layout = 0
@@ -356,9 +359,9 @@ class PodTable:
         (``_class_map``) by C-level passes, then one compiled pass writes
         every row (``victims.table_rows``), the start times and terminating
         flags gathered there from the bound pods' columns by slot
-        (``BoundPods.start_ns`` / ``deleting``).  A pod is read on its own
-        (counted in ``pods_stepped``) only for its host ports or its PDB
-        membership (the PDBs' selectors on its record)."""
+        (``BoundPods.start_ns`` / ``deleting``), the PDB bits by the pods'
+        classes (``PdbMembership.slot_words``).  A pod is read on its own
+        (counted in ``pods_stepped``) only for its host ports."""
         st = self.state
         bound = st.pods
         self.row_writes += 1
@@ -387,27 +390,21 @@ class PodTable:
                            V.START_NOW)
         if not (bound.ports or self.pdbs) or not total:
             return
-        slot_list = slots.tolist()
         # (row, slot position) of every pod, row after row
         at_row = np.repeat(rows, counts)
         at_pos = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts,
                                                               counts)
         if bound.ports:
-            ports = bound.ports
+            ports, slot_list = bound.ports, slots.tolist()
             for j in np.flatnonzero(np.fromiter(map(ports.__contains__, slot_list),
                                                 np.bool_, total)).tolist():
                 self.pods_stepped += 1
                 i, s = int(at_row[j]), int(at_pos[j])
                 for b in ports[slot_list[j]]:
                     self.ports[i, s, b >> 6] |= np.int64(1) << np.int64(b & 63)
-        if self.pdbs:
-            self.pods_stepped += total
-            for j, key in enumerate(flat):
-                rec = bound.record(key)
-                i, s = int(at_row[j]), int(at_pos[j])
-                for p, pdb in enumerate(self.pdbs):
-                    if applies(pdb, rec):
-                        self.pdb[i, s, p >> 6] |= np.int64(1) << np.int64(p & 63)
+        if self.pdbs:       # by class (``PdbMembership``): no pod read on its own
+            self.pdb[at_row, at_pos] = self.membership.slot_words(bound, slots, flat,
+                                                                  self.pdb.shape[2])
 
     def _class_map(self, slots: np.ndarray) -> np.ndarray:
         """[classes] int64: this table's class id of each bound-pod class
@@ -486,8 +483,7 @@ class PodTable:
             return _NO_PDBS     # one array: a device mirror uploads it once
         if self._allowed_cache[0] == self.state.version:
             return self._allowed_cache[1]
-        pods = [record for record, _ in self.state.pods.bound()]
-        out = np.array([disruptions_allowed(p, pods) for p in self.pdbs], np.int64)
+        out = self.membership.allowed(self.state.pods)
         self._allowed_cache = (self.state.version, out)
         return out
 

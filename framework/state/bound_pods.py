@@ -456,6 +456,14 @@ class BoundPods(Mapping):
                 out[j] = extra[1]
         return out
 
+    def class_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per class id (``classes``): its bound pods [C] int64 and how many
+        of them are terminating [C] int64 (a free id: 0, 0)."""
+        c = len(self.classes)
+        dying = np.flatnonzero(self.deleting[:self._top])
+        return (np.array(self._class_refs, np.int64),
+                np.bincount(self.class_id[dying], minlength=c).astype(np.int64))
+
     def priorities(self, slots: np.ndarray) -> np.ndarray:
         """[k] int64 ``spec.priority`` (0 when absent) of the pods in ``slots``."""
         return self.class_priority[self.class_id[slots]]
