@@ -46,10 +46,16 @@ def _next_batch(state, pos: int, cap: int) -> int:
     """How many positions to search next: numCandidates at first, then what
     the candidates found so far per position visited say the lists still
     need, with a margin (each batch's per-node inputs cost their rows
-    whether visited or not, and each batch a fixed set-up)."""
+    whether visited or not, and each batch a fixed set-up).  Lists full of
+    violating candidates (every one breaks a PodDisruptionBudget) stop at
+    the first non-violating one, at a rate nothing seen foretells: the
+    batches double (O(log n) of them, not n / 64, over a cluster where
+    none is found and every node is visited)."""
     if pos == 0:
         return max(cap, 64)
     listed = int(state.vs[0] + state.vs[1])
+    if listed >= cap:       # (so none is non-violating: the visit would have stopped)
+        return max(64, pos)
     need = max(cap - listed, 1)
     rate = max(listed, 1) / pos
     return max(64, int(need / rate * 1.15) + 16)

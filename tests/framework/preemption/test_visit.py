@@ -12,9 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.preemption import HOST, PREEMPTION_CONFIG, preemption_node, preemption_pod
 
+from tensorsched.bench import preempt_pdb
 from tensorsched.framework.preemption import host_search
 from tensorsched.framework.runtime.plugin import CycleContext
 from tensorsched.framework.scheduler.cluster import build_cluster
+from tensorsched.kernels.victims import on_counts as VS
 
 APPS = st.sampled_from(["a", "b"])
 KEYS = st.sampled_from(["zone", HOST])
@@ -84,3 +86,27 @@ def test_visit_equals_search_on_state_then_pick(case):
     finally:
         host_search.HostVictimSearch.__init__ = init
     assert got == want
+
+
+def test_lists_full_of_violating_candidates_visit_in_doubling_batches(monkeypatch):
+    """Every candidate breaks a PDB (``bench.preempt_pdb``'s ``fixed``
+    budget allows 2 disruptions, a preemptor needs 4 victims), so the
+    visit goes on past numCandidates looking for a non-violating one and
+    reaches every node: after the first batch (numCandidates, 100) the
+    batches double, 5 in all at 700 nodes (100, 100, 200, 300 left), not
+    100 + 600 / 64; the preemptions equal the numpy backend's search on
+    the state."""
+    calls = []
+    real = VS.visit
+
+    def counted(*args, **kwargs):
+        calls.append(args[5].shape[0])          # the batch's rows
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(VS, "visit", counted)
+    numba = preempt_pdb.run(700, 3, 3, "numba")
+    per_preemptor = len(calls) // 4                 # the warm-up and 3 preemptors
+    assert calls[:per_preemptor] == [100, 100, 200, 300], calls
+    numpy = preempt_pdb.run(700, 3, 3, "numpy")
+    assert numba["preemptions"] == numpy["preemptions"] == 3
+    assert numba["placements_sha256"] == numpy["placements_sha256"]
