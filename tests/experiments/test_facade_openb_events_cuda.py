@@ -40,7 +40,7 @@ def _same(twin, dev) -> None:
 @pytest.mark.cudasim
 @pytest.mark.timeout(900)       # (a simulated block per run, a Simulation per run)
 @needs_cuda
-@settings(max_examples=10, deadline=None,
+@settings(max_examples=6, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2 ** 16), n_nodes=st.integers(1, 4), n_pods=st.integers(2, 14),
        generic=st.booleans())
