@@ -138,7 +138,7 @@ def test_the_host_stand_ins_place_as_the_simulator(tmp_path, workload):
     of the kernels' own source).  The same placements and preemptions as
     the simulator's kernels, the stand-ins answering, the launches still
     counted."""
-    args = ("--workload", workload, "--nodes", "40", "--pods", "3")
+    args = ("--workload", workload, "--nodes", "12", "--pods", "3")
     sim = _run(tmp_path, *args)
     cycle = _run(tmp_path, *args, "--stub-victims", "--stub-cycle")
     every = _run(tmp_path, *args, "--stub-all")
