@@ -313,11 +313,24 @@ class Coscheduling(Plugin):
         # the group's own members are part of the demand: their room counts as free;
         # pods added for this cycle only are not in upstream's snapshot
         g = (pg.namespace, pg.name)
-        extra = set(self._cycle_extra(state))
-        pos = {int(r): i for i, r in enumerate(rows)}
-        for key, e in state.pods.items():
-            if key in extra or self.group_key(e.record) == g:
-                free[pos[e.node_row], : e.request.shape[0]] += e.request
+        bound = state.pods
+        # members by class (the group label is a class field), plus the
+        # cycle's extra pods by key: no Python step per bound pod
+        ours = np.fromiter((rec is not None and self.group_key(rec) == g
+                            for rec in bound.classes), np.bool_, len(bound.classes))
+        slots = bound.slots_of_classes(ours)
+        extra = self._cycle_extra(state)
+        if extra:
+            slots = np.union1d(slots, bound.slots_of(extra))
+        if slots.shape[0]:
+            requests = np.zeros((len(bound.shapes), width), np.int64)
+            for sid, (request, _) in enumerate(bound.shapes):
+                k = min(width, request.shape[0])
+                requests[sid, :k] = request[:k]
+            pos = np.full(max(state.n_rows, 1), -1, np.int64)
+            pos[rows] = np.arange(rows.shape[0])
+            at = pos[bound.node_row[slots]]
+            np.add.at(free, at, requests[bound.shape_id[slots]])
         if rows.shape[0]:
             reached = np.cumsum(free, axis=0).max(axis=0)
             total = free.sum(axis=0)

@@ -464,6 +464,14 @@ class BoundPods(Mapping):
         return (np.array(self._class_refs, np.int64),
                 np.bincount(self.class_id[dying], minlength=c).astype(np.int64))
 
+    def slots_of_classes(self, chosen: np.ndarray) -> np.ndarray:
+        """[k] int64 ascending slots of the bound pods whose class id is
+        set in ``chosen`` [C] bool (C = ``len(classes)``), in one pass
+        over the slots."""
+        top = self._top
+        live = self.node_row[:top] >= 0
+        return np.flatnonzero(live & chosen[self.class_id[:top]]).astype(np.int64)
+
     def priorities(self, slots: np.ndarray) -> np.ndarray:
         """[k] int64 ``spec.priority`` (0 when absent) of the pods in ``slots``."""
         return self.class_priority[self.class_id[slots]]

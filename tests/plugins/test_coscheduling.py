@@ -7,6 +7,9 @@ off) when a member fails; PodGroup objects come from the manifests."""
 import copy
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+from reference.coscheduling_gap import resource_gap as reference_gap
 from support.checks import check
 
 from tensorsched.framework.errors import ConfigError, ManifestError
@@ -435,3 +438,31 @@ def test_gang_that_can_never_reach_quorum_stops_the_run():
     assert all(b.node is None for b in outcomes)
     assert sched.clock.now() <= 2 * sched.stall_horizon()
     assert not sched.cluster.state.pods          # nothing left assumed
+
+
+@settings(max_examples=40, deadline=None)
+@given(hs.lists(hs.tuples(hs.integers(0, 3), hs.sampled_from(["g", "h", None]),
+                          hs.sampled_from(["100m", "500m", "1"]), hs.booleans()),
+                max_size=14),
+       hs.integers(1, 6), hs.sampled_from(["1", "3", "6"]), hs.integers(0, 4))
+def test_resource_gap_by_class_equals_the_pod_by_pod_read(pods, min_member, cpu, nominated):
+    """Random bound pods of two groups and none on four nodes, some
+    removed again (their slots and classes freed), and pods the cycle
+    added to the state (``cycle_nominated``): the check's gap equals the
+    scalar reference's, which reads every bound pod on its own."""
+    objs = [node_dict(f"n{i}", cpu="2") for i in range(4)] + [_pg_res("g", min_member, cpu=cpu)]
+    sched, plugin = _built(objs, _cfg())
+    st = sched.cluster.state
+    for i, (node, group, req, removed) in enumerate(pods):
+        obj = pod_dict(f"p{i}", cpu=req, memory="1Mi",
+                       labels={C.POD_GROUP_LABEL: group} if group else None,
+                       spec={"nodeName": f"n{node}"})
+        sched.add_pod(obj)
+    for i, (_, _, _, removed) in enumerate(pods):
+        if removed:
+            sched.delete_pod(f"default/p{i}")
+    bound = sorted(st.pods)
+    plugin.handle.cycle_nominated = bound[:nominated]
+    for pg in (plugin.groups[("default", "g")],
+               C.PodGroup("default", "h", min_member, min_resources={"cpu": 2500})):
+        assert plugin.resource_gap(st, pg) == reference_gap(plugin, st, pg)
