@@ -4,7 +4,8 @@
 ClusterState (one of its ``listeners``, a ``PodBatchListener``).  It keeps:
 
 * ``counts(key, predicate)``: [rows] int64, how many bound pods on each node
-  satisfy ``predicate(record)``; built once by one pass over the bound pods,
+  satisfy ``predicate(record)``; built once from the bound pods, the
+  predicate asked once per class and deletion mark,
   then updated by +-1 on the pod's node row when a pod is bound or removed
   (an LRU of the most recently used keys is kept);
 * ``groups[kind]``: the affinity terms that bound pods carry (kind is
@@ -32,7 +33,12 @@ from typing import Protocol
 
 import numpy as np
 
-from tensorsched.framework.records.pod_columns import EXTRA_FIELDS, PodColumns
+from tensorsched.framework.records.pod_columns import (
+    EXTRA_FIELDS,
+    NO_EXTRAS,
+    PodColumns,
+    build_record,
+)
 from tensorsched.framework.parsing.selectors import pod_terms
 from tensorsched.framework.records.records import PodRecord
 from tensorsched.kernels.domain_rules import rows_by_domain
@@ -203,8 +209,27 @@ class PodCountIndex:
         self.generation = 0
         self.groups: dict = {k: {} for k in KINDS}   # kind -> {term: counts}
         self.pods_with_affinity = 0
-        for record, row in state.pods.bound():
-            self._group(record, row, 1)
+        for rep, rows in self._bound_alike():
+            if rep.pod_affinity or rep.pod_anti_affinity:
+                self._group_rows(rep, rows, 1)
+
+    def _bound_alike(self):
+        """(a record standing for them, their node rows [k] int64) for each
+        stretch of the bound pods alike in class and deletion mark: what
+        the count predicates and a pod's own terms read (its namespace,
+        labels, terms and deletion mark) is its class's but for the mark.
+        One record a stretch from the bound-pod columns, none a pod."""
+        bound = self.state.pods
+        slots = bound.slots_of_classes(np.ones(len(bound.classes), np.bool_))
+        if not slots.shape[0]:
+            return
+        alike = bound.class_id[slots].astype(np.int64) * 2 + bound.deleting[slots]
+        rows = bound.node_row[slots].astype(np.int64)
+        for v, first, part in _split_by(alike, rows):
+            proto = bound.classes[v >> 1]
+            slot = int(slots[first])
+            yield (build_record(proto, proto.key, 0, None, bound.extras.get(slot, NO_EXTRAS)),
+                   part)
 
     def _cap(self) -> int:
         return max(self.state.allocatable.shape[0], self.state.n_rows, 1)
@@ -338,9 +363,9 @@ class PodCountIndex:
         got = self._entries.get(key)
         if got is None:
             arr = np.zeros(self._cap(), np.int64)
-            for record, row in self.state.pods.bound():
-                if predicate(record):
-                    arr[row] += 1
+            for rep, rows in self._bound_alike():
+                if predicate(rep):
+                    np.add.at(arr, rows, 1)
             self._entries[key] = (predicate, arr)
             while len(self._entries) > self.MAX_KEYS:
                 old, _ = self._entries.popitem(last=False)

@@ -4,13 +4,24 @@ count under bumps."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.records import node, pod
 
+from tensorsched.framework.parsing.manifests import parse_pod
+from tensorsched.framework.parsing.selectors import pod_terms
 from tensorsched.framework.state.cluster_state import ClusterState
-from tensorsched.framework.state.domain_counts import DomainSums, _split_by, pod_count_index
+from tensorsched.framework.state.domain_counts import (
+    KINDS,
+    DomainSums,
+    PodCountIndex,
+    _split_by,
+    pod_count_index,
+)
+from tensorsched.generators.clusters import pod_dict
 
 
 def _is_web(record) -> bool:
@@ -77,3 +88,56 @@ def test_split_by_groups_rows_by_key_in_key_order(keys, one):
     want = [(v, keys.tolist().index(v), [100 + i for i, k in enumerate(keys.tolist()) if k == v])
             for v in sorted(set(keys.tolist()))]
     assert got == want and all(type(v) is int for v, _, _ in got)
+
+
+_TERM = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"}
+_AFFINITIES = (None, {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_TERM]}},
+               {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                   {"weight": 5, "podAffinityTerm": _TERM}]}})
+
+
+def _alike(template, name, deleting):
+    out = dataclasses.replace(template, name=name, uid=name, deleting=deleting)
+    out.pod_class = template.pod_class              # one class per template
+    return out
+
+
+def _live_web(record) -> bool:
+    return not record.deleting and record.labels.get("app") == "web"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["web", "db"]), st.sampled_from(["a", "b"]),
+                          st.integers(0, 2)), min_size=1, max_size=4),
+       st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.booleans(), st.booleans()),
+                max_size=30))
+def test_an_index_built_on_bound_pods_equals_their_pod_by_pod_read(templates, ops):
+    """Pods of a few templates (labels, namespace, own affinity terms),
+    some terminating, bound and some removed again, then the index built:
+    its terms' counts and a new key's counts (the predicate asked per class
+    and deletion mark) equal a read of every bound pod on its own."""
+    state = ClusterState(node_capacity=4)
+    for i in range(4):
+        state.add_node(node(f"n{i}"))
+    parsed = [parse_pod(pod_dict("t", namespace=ns, labels={"app": app},
+                                 spec={"affinity": _AFFINITIES[a]} if _AFFINITIES[a] else None))
+              for app, ns, a in templates]
+    for i, (t, n, deleting, remove) in enumerate(ops):
+        template = parsed[t % len(parsed)]
+        state.add_pod(_alike(template, f"p{i}", deleting), f"n{n}")
+        if remove:
+            state.remove_pod(f"{template.namespace}/p{i}")
+    index = PodCountIndex(state)
+    want = np.zeros(4, np.int64)
+    terms: dict = {}
+    for record, row in state.pods.bound():
+        want[row] += _live_web(record)
+        for kind, ts in pod_terms(record).items():
+            if kind in KINDS:
+                for t in ts:
+                    terms.setdefault((kind, t), np.zeros(4, np.int64))[row] += 1
+    assert index.counts("live-web", _live_web)[:4].tolist() == want.tolist()
+    got = {(kind, t): arr[:4].tolist() for kind in KINDS for t, arr in index.groups[kind].items()}
+    assert got == {k: v.tolist() for k, v in terms.items()}
+    assert index.pods_with_affinity == sum(
+        1 for r, _ in state.pods.bound() if r.pod_affinity or r.pod_anti_affinity)
