@@ -10,16 +10,13 @@ it on every attempt of every member.
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
 from tensorsched.framework.plugins import coscheduling as C
 
-from .harness import record_stamp
+from .harness import record_stamp, sized_main
 from .preemption import build
 
 
@@ -40,22 +37,8 @@ def run(nodes: int, calls: int = 5) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tensorsched.bench.cosched_gap",
-                                 description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--nodes", type=int, default=10000)
-    ap.add_argument("--calls", type=int, default=5)
-    ap.add_argument("--output", type=Path)
-    args = ap.parse_args(argv)
-    if args.nodes < 1 or args.calls < 1:
-        ap.error(f"--nodes and --calls must be at least 1 (got {args.nodes}, {args.calls})")
-    text = json.dumps(run(args.nodes, args.calls), indent=1)
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text + "\n")
-    print(text)
-    return 0
-
+    return sized_main(argv, __doc__, "python -m tensorsched.bench.cosched_gap", run,
+                      {"nodes": 10_000, "calls": 5})
 
 if __name__ == "__main__":
     sys.exit(main())

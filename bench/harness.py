@@ -3,6 +3,7 @@ hashes, a timed run with the cyclic GC kept out of it, and the JSON output."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import gc
 import hashlib
@@ -239,6 +240,27 @@ def write_record(record: dict, path: str | None) -> None:
         with open(path, "w") as f:
             f.write(text + "\n")
     print(text)
+
+
+def sized_main(argv, doc: str, prog: str, run, sizes: dict, choices: dict | None = None) -> int:
+    """The command line of a bench whose record is ``run(**options)``
+    (written by ``write_record`` to ``--output``, and printed): each of
+    ``sizes`` (name -> default) an integer option of at least 1, each of
+    ``choices`` (name -> (default, allowed values)) one of its values."""
+    ap = argparse.ArgumentParser(prog=prog, description=doc,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name, default in sizes.items():
+        ap.add_argument(f"--{name}", type=int, default=default)
+    for name, (default, allowed) in (choices or {}).items():
+        ap.add_argument(f"--{name}", type=type(default), default=default, choices=allowed)
+    ap.add_argument("--output", default=None)
+    args = vars(ap.parse_args(argv))
+    for name in sizes:
+        if args[name] < 1:
+            ap.error(f"--{name} must be at least 1 (got {args[name]})")
+    output = args.pop("output")
+    write_record(run(**args), output)
+    return 0
 
 
 def warm_up_run(cluster, fw, pod, seed: int) -> None:

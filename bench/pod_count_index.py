@@ -9,16 +9,13 @@ preemption workload's cluster (30 bound pods a node).
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
 from tensorsched.framework.state.domain_counts import PodCountIndex
 
-from .harness import record_stamp
+from .harness import record_stamp, sized_main
 from .preemption import build
 
 
@@ -46,22 +43,8 @@ def run(nodes: int, keys: int = 5) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tensorsched.bench.pod_count_index",
-                                 description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--nodes", type=int, default=10000)
-    ap.add_argument("--keys", type=int, default=5)
-    ap.add_argument("--output", type=Path)
-    args = ap.parse_args(argv)
-    if args.nodes < 1 or args.keys < 1:
-        ap.error(f"--nodes and --keys must be at least 1 (got {args.nodes}, {args.keys})")
-    text = json.dumps(run(args.nodes, args.keys), indent=1)
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text + "\n")
-    print(text)
-    return 0
-
+    return sized_main(argv, __doc__, "python -m tensorsched.bench.pod_count_index", run,
+                      {"nodes": 10_000, "keys": 5})
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -21,17 +21,14 @@ it ran."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
 from tensorsched.framework.records.records import PodDisruptionBudgetRecord
 from tensorsched.framework.scheduler.scheduler import Scheduler
 
-from .harness import latency_fields, preemption_sha256, record_stamp
+from .harness import latency_fields, preemption_sha256, record_stamp, sized_main
 from .preemption import alike, build
 
 _NO_TIER = {"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}
@@ -72,24 +69,9 @@ def run(nodes: int, pods: int, pdbs: int, backend: str, seed: int = 0) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tensorsched.bench.preempt_pdb", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--nodes", type=int, default=2000)
-    ap.add_argument("--pods", type=int, default=20)
-    ap.add_argument("--pdbs", type=int, default=3, choices=range(4))
-    ap.add_argument("--backend", default="numba", choices=("numpy", "numba", "cuda"))
-    ap.add_argument("--output", type=Path)
-    args = ap.parse_args(argv)
-    if args.nodes < 1 or args.pods < 1:
-        ap.error(f"--nodes and --pods must be at least 1 (got {args.nodes}, {args.pods})")
-    rec = run(args.nodes, args.pods, args.pdbs, args.backend)
-    text = json.dumps(rec, indent=1)
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text + "\n")
-    print(text)
-    return 0
-
+    return sized_main(argv, __doc__, "python -m tensorsched.bench.preempt_pdb", run,
+                      {"nodes": 2000, "pods": 20},
+                      {"pdbs": (3, range(4)), "backend": ("numba", ("numpy", "numba", "cuda"))})
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -25,4 +25,4 @@ def test_a_bad_size_is_refused(capsys):
     with pytest.raises(SystemExit) as exc:
         preempt_pdb.main(["--nodes", "0"])
     assert exc.value.code == 2
-    assert "--nodes and --pods must be at least 1" in capsys.readouterr().err
+    assert "--nodes must be at least 1 (got 0)" in capsys.readouterr().err
