@@ -46,6 +46,8 @@ from tensorsched.kernels.domain_rules import rows_by_domain
 from .derived import StateKey
 
 KINDS = ("req_aff", "req_anti", "pref_aff", "pref_anti")
+# the per-pod fields of a terminating pod's record with nothing else set
+_TERMINATING = tuple(True if f == "deleting" else v for f, v in zip(EXTRA_FIELDS, NO_EXTRAS))
 _AFFINITY = operator.attrgetter("pod_affinity")
 _ANTI_AFFINITY = operator.attrgetter("pod_anti_affinity")
 
@@ -209,6 +211,7 @@ class PodCountIndex:
         self.generation = 0
         self.groups: dict = {k: {} for k in KINDS}   # kind -> {term: counts}
         self.pods_with_affinity = 0
+        self._reps: dict = {}       # bound class id -> (prototype, records ``_standing_for``)
         for rep, rows in self._bound_alike():
             if rep.pod_affinity or rep.pod_anti_affinity:
                 self._group_rows(rep, rows, 1)
@@ -230,6 +233,42 @@ class PodCountIndex:
             slot = int(slots[first])
             yield (build_record(proto, proto.key, 0, None, bound.extras.get(slot, NO_EXTRAS)),
                    part)
+
+    def _fresh_counts(self, predicate: PodPredicate) -> np.ndarray:
+        """[cap] int64 bound pods per node row satisfying ``predicate``,
+        from the bound-pod columns: the predicate asked once per class (and
+        once more for a class with terminating pods, on a record marked
+        so), then the chosen pods' rows counted in one pass.  A new key
+        costs O(classes) predicate calls and O(slots) array work, whatever
+        the pods; the LRU's keys come and go at that price."""
+        bound = self.state.pods
+        classes = bound.classes
+        live = np.zeros(len(classes), np.bool_)
+        dying = np.zeros(len(classes), np.bool_)
+        _, terminating = bound.class_counts()
+        for c, proto in enumerate(classes):
+            if proto is not None:
+                as_live, as_dying = self._standing_for(c, proto)
+                live[c] = predicate(as_live)
+                dying[c] = terminating[c] > 0 and predicate(as_dying)
+        cap = self._cap()
+        arr = np.zeros(cap, np.int64)
+        for chosen, mark in ((live, False), (dying, True)):
+            if chosen.any():
+                slots = bound.slots_of_classes(chosen)
+                slots = slots[bound.deleting[slots] == mark]
+                arr += np.bincount(bound.node_row[slots], minlength=cap)[:cap]
+        return arr
+
+    def _standing_for(self, c: int, proto) -> tuple:
+        """Two records of bound class ``c`` (prototype ``proto``), one not
+        terminating and one terminating: all a count predicate reads of
+        the class's pods (kept while the id holds that prototype)."""
+        got = self._reps.get(c)
+        if got is None or got[0] is not proto:
+            got = self._reps[c] = (proto, build_record(proto, proto.key, 0, None, NO_EXTRAS),
+                                   build_record(proto, proto.key, 0, None, _TERMINATING))
+        return got[1], got[2]
 
     def _cap(self) -> int:
         return max(self.state.allocatable.shape[0], self.state.n_rows, 1)
@@ -362,10 +401,7 @@ class PodCountIndex:
         """[>= n_rows] int64 pods per node row satisfying ``predicate``."""
         got = self._entries.get(key)
         if got is None:
-            arr = np.zeros(self._cap(), np.int64)
-            for rep, rows in self._bound_alike():
-                if predicate(rep):
-                    np.add.at(arr, rows, 1)
+            arr = self._fresh_counts(predicate)
             self._entries[key] = (predicate, arr)
             while len(self._entries) > self.MAX_KEYS:
                 old, _ = self._entries.popitem(last=False)

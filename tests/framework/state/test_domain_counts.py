@@ -141,3 +141,11 @@ def test_an_index_built_on_bound_pods_equals_their_pod_by_pod_read(templates, op
     assert got == {k: v.tolist() for k, v in terms.items()}
     assert index.pods_with_affinity == sum(
         1 for r, _ in state.pods.bound() if r.pod_affinity or r.pod_anti_affinity)
+    # every pod removed and pods of a new class bound (a freed class id
+    # given to it): a new key counts them, not the id's old class
+    for key in list(state.pods):
+        state.remove_pod(key)
+    late = parse_pod(pod_dict("late", labels={"app": "web"}))
+    for i in range(3):
+        state.add_pod(_alike(late, f"late{i}", i == 2), f"n{i}")
+    assert index.counts("live-web-2", _live_web)[:4].tolist() == [1, 1, 0, 0]
