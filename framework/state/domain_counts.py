@@ -212,27 +212,21 @@ class PodCountIndex:
         self.groups: dict = {k: {} for k in KINDS}   # kind -> {term: counts}
         self.pods_with_affinity = 0
         self._reps: dict = {}       # bound class id -> (prototype, records ``_standing_for``)
-        for rep, rows in self._bound_alike():
-            if rep.pod_affinity or rep.pod_anti_affinity:
-                self._group_rows(rep, rows, 1)
+        self._group_bound_terms()
 
-    def _bound_alike(self):
-        """(a record standing for them, their node rows [k] int64) for each
-        stretch of the bound pods alike in class and deletion mark: what
-        the count predicates and a pod's own terms read (its namespace,
-        labels, terms and deletion mark) is its class's but for the mark.
-        One record a stretch from the bound-pod columns, none a pod."""
+    def _group_bound_terms(self) -> None:
+        """The bound pods' own affinity terms (class fields) grouped once
+        per class that carries any: its pods' rows added in one scatter,
+        no record a pod."""
         bound = self.state.pods
-        slots = bound.slots_of_classes(np.ones(len(bound.classes), np.bool_))
-        if not slots.shape[0]:
+        carries = np.fromiter((c is not None and bool(c.pod_affinity or c.pod_anti_affinity)
+                               for c in bound.classes), np.bool_, len(bound.classes))
+        if not carries.any():
             return
-        alike = bound.class_id[slots].astype(np.int64) * 2 + bound.deleting[slots]
-        rows = bound.node_row[slots].astype(np.int64)
-        for v, first, part in _split_by(alike, rows):
-            proto = bound.classes[v >> 1]
-            slot = int(slots[first])
-            yield (build_record(proto, proto.key, 0, None, bound.extras.get(slot, NO_EXTRAS)),
-                   part)
+        slots = bound.slots_of_classes(carries)
+        for c, _, rows in _split_by(bound.class_id[slots].astype(np.int64),
+                                    bound.node_row[slots].astype(np.int64)):
+            self._group_rows(bound.classes[c], rows, 1)
 
     def _fresh_counts(self, predicate: PodPredicate) -> np.ndarray:
         """[cap] int64 bound pods per node row satisfying ``predicate``,
